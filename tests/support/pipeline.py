@@ -1,0 +1,165 @@
+"""Release and autograde a lesson for real with nbgrader, in a temporary copy of the course.
+
+Students graded per lesson:
+  ``solution``      every answer cell filled with the reference solution;
+  ``blank``         the learner notebook exactly as released;
+  ``wrong-<name>``  the solution with one answer cell replaced by a known wrong answer
+                    (from ``tests/wrong_answers/<lesson>.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OFFLINE = Path(__file__).resolve().parent / "offline"
+MARKER_LINE = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+
+
+@dataclass
+class WrongAnswer:
+    """A known mistake: ``cell`` (a solution cell's grade_id) gets ``source``, and every test
+    cell named in ``fails`` must then lose its points."""
+
+    name: str
+    cell: str
+    source: str
+    fails: list[str]
+
+
+@dataclass
+class Result:
+    score: float
+    max_score: float
+    needs_manual_grade: bool
+    cells: dict[str, float] = field(default_factory=dict)
+    max_cells: dict[str, float] = field(default_factory=dict)
+    stderr_cells: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GradedLesson:
+    lesson: str
+    root: Path
+    notebook: str
+    results: dict[str, Result]
+    wrong_answers: list[WrongAnswer]
+    autograde_log: str
+
+
+def offline_env() -> dict[str, str]:
+    """The environment for subprocesses and kernels: offline, no API key, venv scripts on PATH."""
+    env = dict(os.environ)
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(OFFLINE), env.get("PYTHONPATH", "")] if p)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def load_wrong_answers(lesson: str) -> list[WrongAnswer]:
+    path = REPO / "tests" / "wrong_answers" / f"{lesson.replace('-', '_')}.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"wrong_answers_{lesson}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [WrongAnswer(**w) for w in module.WRONG_ANSWERS]
+
+
+def copy_course(dest: Path) -> Path:
+    """A course root holding this checkout's config and solutions (and nothing else)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "nbgrader_config.py", dest)
+    shutil.copytree(REPO / "solutions", dest / "solutions")
+    return dest
+
+
+def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args, "--CourseDirectory.db_url=sqlite:///gradebook.db"],
+        cwd=root, env=offline_env(), capture_output=True, text=True, timeout=1800,
+    )
+    if check and result.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result
+
+
+def solution_sources(notebook: dict) -> dict[str, str]:
+    """grade_id -> source of each answer cell, with the solution markers removed."""
+    out = {}
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            out[meta["grade_id"]] = "\n".join(line for line in source.splitlines() if not MARKER_LINE.match(line))
+    return out
+
+
+def fill(released: dict, answers: dict[str, str]) -> dict:
+    """A copy of the released notebook with the given answer cells filled in."""
+    notebook = json.loads(json.dumps(released))
+    for cell in notebook["cells"]:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell["source"] = answers[grade_id]
+    return notebook
+
+
+def submit(root: Path, student: str, lesson: str, name: str, notebook: dict) -> None:
+    folder = root / "submitted" / student / lesson
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+
+
+def read_results(root: Path, lesson: str, notebook_id: str, students: list[str]) -> dict[str, Result]:
+    from nbgrader.api import Gradebook
+
+    results: dict[str, Result] = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student in students:
+            sub = gb.find_submission_notebook(notebook_id, lesson, student)
+            result = Result(score=sub.score, max_score=sub.max_score, needs_manual_grade=sub.needs_manual_grade)
+            for grade in sub.grades:
+                result.cells[grade.name] = grade.score
+                result.max_cells[grade.name] = grade.max_score
+            results[student] = result
+    for student in students:
+        graded = root / "autograded" / student / lesson / f"{notebook_id}.ipynb"
+        nb = json.loads(graded.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("grade") and any(o.get("name") == "stderr" for o in cell.get("outputs", [])):
+                results[student].stderr_cells.append(meta["grade_id"])
+    return results
+
+
+def grade_lesson(lesson: str, workdir: Path) -> GradedLesson:
+    root = copy_course(workdir / "course-root")
+    nbgrader(root, "generate_assignment", lesson, "--force")
+    (source_nb,) = sorted((root / "solutions" / lesson).glob("*.ipynb"))
+    released = json.loads((root / "course" / lesson / source_nb.name).read_text(encoding="utf-8"))
+    answers = solution_sources(json.loads(source_nb.read_text(encoding="utf-8")))
+
+    students = {"solution": fill(released, answers), "blank": released}
+    wrong_answers = load_wrong_answers(lesson)
+    for wrong in wrong_answers:
+        if wrong.cell not in answers:
+            raise ValueError(f"wrong answer {wrong.name!r} names {wrong.cell!r}, not an answer cell of {lesson}")
+        students[f"wrong-{wrong.name}"] = fill(released, {**answers, wrong.cell: wrong.source})
+    for student, notebook in students.items():
+        submit(root, student, lesson, source_nb.name, notebook)
+
+    log = nbgrader(root, "autograde", lesson, "--force", check=False)
+    notebook_id = source_nb.stem
+    results = read_results(root, lesson, notebook_id, list(students))
+    return GradedLesson(lesson, root, source_nb.name, results, wrong_answers, log.stderr)

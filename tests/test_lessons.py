@@ -1,0 +1,144 @@
+"""Every lesson, for real with nbgrader: solutions score full marks, blank notebooks score zero,
+every listed wrong answer fails the test named for it, and course/ is what `make release` makes."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from support.pipeline import REPO, load_wrong_answers, offline_env
+
+LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+WRONG = [(lesson, w.name) for lesson in LESSONS for w in load_wrong_answers(lesson)]
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def source_of(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def notebook_of(folder: Path) -> Path:
+    (path,) = sorted(folder.glob("*.ipynb"))
+    return path
+
+
+def nbgrader_cells(path: Path):
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    return [(c, c["metadata"].get("nbgrader", {})) for c in notebook["cells"]]
+
+
+def test_course_lists_the_six_lessons_in_order():
+    assert sorted(LESSONS) == LESSONS
+    assert LESSONS[0] == "01-budget"
+    assert [p.name for p in sorted((REPO / "course").iterdir()) if p.is_dir()] == LESSONS
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solution_notebook_is_committed_without_outputs(lesson):
+    for cell, _ in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, f"{lesson}: cell {cell['id']} has outputs"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_test_cell_is_named_and_documented(lesson):
+    seen = set()
+    for cell, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        if not meta:
+            continue
+        grade_id = meta["grade_id"]
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", grade_id), f"{lesson}: grade_id {grade_id!r} is not descriptive"
+        assert grade_id not in seen
+        seen.add(grade_id)
+        if meta.get("grade"):
+            first = source_of(cell).lstrip().splitlines()[0]
+            assert first.startswith('"""'), f"{lesson}: test cell {grade_id} must open with a docstring naming what it checks"
+            assert meta["points"] > 0
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_points_in_headings_add_up(lesson):
+    """Exercise headings say "(N points)"; they must add up to the points the tests award."""
+    cells = nbgrader_cells(notebook_of(REPO / "solutions" / lesson))
+    total = sum(meta.get("points", 0) for _, meta in cells if meta.get("grade"))
+    stated = sum(
+        int(n)
+        for cell, _ in cells
+        if cell["cell_type"] == "markdown"
+        for n in re.findall(r"^#+ .*\((\d+) points?\)", source_of(cell), flags=re.M)
+    )
+    assert stated == total, f"{lesson}: headings promise {stated} points, tests award {total}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_course_has_no_solutions_or_hidden_tests(lesson):
+    course_text = notebook_of(REPO / "course" / lesson).read_text(encoding="utf-8")
+    for marker in MARKERS:
+        assert marker not in course_text
+    for cell, _ in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        source = source_of(cell)
+        for hidden in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, flags=re.S):
+            for line in hidden.splitlines():
+                if len(line.strip()) > 25:
+                    assert json.dumps(line.strip())[1:-1] not in course_text, f"{lesson}: hidden line leaked: {line.strip()}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solution_executes_offline_in_under_a_minute(lesson, monkeypatch):
+    for key, value in offline_env().items():
+        monkeypatch.setenv(key, value)
+    path = notebook_of(REPO / "solutions" / lesson)
+    notebook = nbformat.read(path, as_version=4)
+    started = time.perf_counter()
+    NotebookClient(notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    elapsed = time.perf_counter() - started
+    assert elapsed < 60, f"{lesson} took {elapsed:.0f} s"
+    errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_course_is_what_release_generates(lesson, graded_lesson):
+    graded = graded_lesson(lesson)
+    fresh = (graded.root / "course" / lesson / graded.notebook).read_bytes()
+    committed = (REPO / "course" / lesson / graded.notebook).read_bytes()
+    assert fresh == committed, f"course/{lesson} is out of date: run `make release` and commit the result"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solution_scores_full_marks(lesson, graded_lesson):
+    result = graded_lesson(lesson).results["solution"]
+    lost = {k: v for k, v in result.cells.items() if v < result.max_cells[k]}
+    assert not lost, f"{lesson}: the solution loses points in {lost}"
+    assert result.score == result.max_score > 0
+    assert not result.needs_manual_grade
+    assert not result.stderr_cells, f"{lesson}: test cells wrote to stderr: {result.stderr_cells}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_blank_notebook_scores_zero(lesson, graded_lesson):
+    result = graded_lesson(lesson).results["blank"]
+    scored = {k: v for k, v in result.cells.items() if v}
+    assert result.score == 0, f"{lesson}: a blank notebook scores {result.score} in {scored}"
+    assert result.max_score > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson, wrong", WRONG, ids=[f"{lesson}:{wrong}" for lesson, wrong in WRONG])
+def test_wrong_answer_fails_its_named_test(lesson, wrong, graded_lesson):
+    graded = graded_lesson(lesson)
+    (spec,) = [w for w in graded.wrong_answers if w.name == wrong]
+    result = graded.results[f"wrong-{wrong}"]
+    for test_id in spec.fails:
+        assert test_id in result.cells, f"{lesson}: no test cell named {test_id!r}"
+        assert result.cells[test_id] == 0, f"{lesson}: wrong answer {wrong!r} passes {test_id!r}"
+    assert 0 < result.score < result.max_score, "the rest of the notebook should still be graded"

@@ -1,0 +1,232 @@
+"""Token counts: against tiktoken itself, the OpenAI cookbook formula, and offline loading."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxlab
+from ctxlab.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
+
+
+def cookbook_num_tokens_from_messages(messages, model="gpt-4"):
+    """The OpenAI cookbook's function, as published, for gpt-4 (an independent reference)."""
+    encoding = tiktoken.encoding_for_model(model)
+    tokens_per_message = 3
+    tokens_per_name = 1
+    num_tokens = 0
+    for message in messages:
+        num_tokens += tokens_per_message
+        for key, value in message.items():
+            num_tokens += len(encoding.encode(value))
+            if key == "name":
+                num_tokens += tokens_per_name
+    num_tokens += 3  # every reply is primed with <|start|>assistant<|message|>
+    return num_tokens
+
+
+COOKBOOK_EXAMPLE = [
+    {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."},
+    {"role": "system", "name": "example_user", "content": "New synergies will help drive top-line growth."},
+    {"role": "system", "name": "example_assistant", "content": "Things working well together will increase revenue."},
+    {"role": "system", "name": "example_user", "content": "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."},
+    {"role": "system", "name": "example_assistant", "content": "Let's talk later when we're less busy about how to do better."},
+    {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client deliverable."},
+]
+
+
+def test_encoding_is_the_real_cl100k_base():
+    enc = ctxlab.encoding()
+    assert isinstance(enc, tiktoken.Encoding)
+    assert enc.name == "cl100k_base"
+    assert enc.n_vocab == 100277
+    assert enc.encode_ordinary("hello world") == [15339, 1917]
+    assert ctxlab.encoding() is enc  # cached
+    assert enc.encode_ordinary("tiktoken is great!") == tiktoken.get_encoding("cl100k_base").encode_ordinary("tiktoken is great!")
+
+
+def test_matches_the_cookbook_on_its_own_example():
+    # The cookbook prints 129 prompt tokens for this example with gpt-4.
+    assert cookbook_num_tokens_from_messages(COOKBOOK_EXAMPLE) == 129
+    assert ctxlab.count_messages(COOKBOOK_EXAMPLE) == 129
+
+
+plain_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
+plain_message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["system", "user", "assistant", "tool", "developer"]), "content": plain_text},
+    optional={"name": st.from_regex(r"[a-z_]{1,12}", fullmatch=True)},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(plain_message, max_size=8))
+def test_matches_the_cookbook_on_any_plain_messages(messages):
+    if any("<|" in m["content"] for m in messages):
+        return  # the cookbook's encode() raises on special tokens; ctxlab counts them as text
+    assert ctxlab.count_messages(messages) == cookbook_num_tokens_from_messages(messages)
+
+
+def test_each_rule_adds_exactly_its_tokens():
+    enc = ctxlab.encoding()
+    base = {"role": "user", "content": "Find the export logs."}
+    plain = ctxlab.count_messages([base])
+    assert plain == TOKENS_PER_MESSAGE + 1 + len(enc.encode_ordinary(base["content"])) + REPLY_PRIMING
+    named = ctxlab.count_messages([{**base, "name": "ops"}])
+    assert named - plain == len(enc.encode_ordinary("ops")) + 1
+    assert ctxlab.count_messages([{**base, "step": 4, "pinned": True}]) == plain
+    assert ctxlab.count_messages([]) == REPLY_PRIMING
+
+
+def test_tool_calls_and_null_content():
+    enc = ctxlab.encoding()
+    args = json.dumps({"query": "export failed", "hour": "02:00"})
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "search_logs", "arguments": args}},
+            {"id": "call_b", "type": "function", "function": {"name": "get_metrics", "arguments": "{}"}},
+        ],
+    }
+    expected = (
+        TOKENS_PER_MESSAGE
+        + len(enc.encode_ordinary("assistant"))
+        + TOKENS_PER_TOOL_CALL + len(enc.encode_ordinary("search_logs")) + len(enc.encode_ordinary(args))
+        + TOKENS_PER_TOOL_CALL + len(enc.encode_ordinary("get_metrics")) + len(enc.encode_ordinary("{}"))
+    )
+    assert ctxlab.count_message(call) == expected
+    with_text = {**call, "content": "Searching."}
+    assert ctxlab.count_message(with_text) - ctxlab.count_message(call) == len(enc.encode_ordinary("Searching."))
+    result = {"role": "tool", "tool_call_id": "call_a", "content": "02:13 timeout"}
+    assert ctxlab.count_message(result) == (
+        TOKENS_PER_MESSAGE + len(enc.encode_ordinary("tool")) + len(enc.encode_ordinary("call_a"))
+        + len(enc.encode_ordinary("02:13 timeout"))
+    )
+
+
+def test_text_parts_count_their_text():
+    parts = {"role": "user", "content": [{"type": "text", "text": "first "}, {"type": "text", "text": "second"}]}
+    enc = ctxlab.encoding()
+    assert ctxlab.count_message(parts) == TOKENS_PER_MESSAGE + 1 + len(enc.encode_ordinary("first ")) + len(enc.encode_ordinary("second"))
+
+
+@pytest.mark.parametrize(
+    "message, words",
+    [
+        ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "only text parts"),
+        ({"role": "user", "content": {"text": "hi"}}, "cannot count field 'content'"),
+        ({"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"q": 1}}}]}, "json.dumps"),
+    ],
+)
+def test_uncountable_fields_are_named(message, words):
+    with pytest.raises(ctxlab.MessageError, match="message 0") as err:
+        ctxlab.count_messages([message])
+    assert words in str(err.value)
+
+
+def test_special_token_text_is_counted_as_text():
+    assert ctxlab.count_text("<|endoftext|>") == len(ctxlab.encoding().encode_ordinary("<|endoftext|>"))
+
+
+def test_count_tools_counts_compact_json():
+    tools = [{"type": "function", "function": {"name": "search_logs", "description": "Search logs by hour.",
+              "parameters": {"type": "object", "properties": {"hour": {"type": "string"}}, "required": ["hour"]}}}]
+    text = json.dumps(tools[0], separators=(",", ":"))
+    assert ctxlab.count_tools(tools) == len(ctxlab.encoding().encode_ordinary(text))
+    assert ctxlab.count_tools([]) == 0 and ctxlab.count_tools(None) == 0
+    assert ctxlab.count_tools(tools * 2) == 2 * ctxlab.count_tools(tools)
+    with pytest.raises(ValueError, match="tool 0"):
+        ctxlab.count_tools([{"name": "search_logs"}])
+
+
+def test_token_counter_agrees_and_remembers():
+    messages = ctxlab.load_transcript("incident")
+    counter = ctxlab.TokenCounter()
+    assert counter.messages(messages) == ctxlab.count_messages(messages)
+    calls = counter.encoder_calls
+    assert counter.messages(messages) == ctxlab.count_messages(messages)
+    assert counter.encoder_calls == calls  # nothing re-encoded
+    changed = [*messages[:-1], {**messages[-1], "content": "a different answer"}]
+    assert counter.messages(changed) == ctxlab.count_messages(changed)
+    assert counter.encoder_calls == calls + 1  # only the changed content
+
+
+def test_token_counter_is_bounded():
+    counter = ctxlab.TokenCounter(max_entries=10)
+    for i in range(50):
+        counter.message({"role": "user", "content": f"message number {i}"})
+    assert len(counter._cache) <= 10
+
+
+OFFLINE_PRELUDE = textwrap.dedent(
+    """
+    import socket
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled for this test")
+    socket.socket.connect = refuse
+    socket.create_connection = refuse
+    socket.getaddrinfo = refuse
+    """
+)
+
+
+def run_offline(code: str, cache_dir) -> subprocess.CompletedProcess:
+    env = {"TIKTOKEN_CACHE_DIR": str(cache_dir), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-c", OFFLINE_PRELUDE + textwrap.dedent(code)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_works_offline_on_a_fresh_machine(tmp_path):
+    cache = tmp_path / "empty-cache"
+    result = run_offline(
+        """
+        import ctxlab, tiktoken
+        enc = ctxlab.encoding()
+        assert enc.name == "cl100k_base", enc.name
+        assert tiktoken.get_encoding("cl100k_base").encode_ordinary("hi") == enc.encode_ordinary("hi")
+        print("ok")
+        """,
+        cache,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    assert len(list(cache.iterdir())) == 1  # the genuine file, under tiktoken's own key
+
+
+def test_a_corrupted_cached_file_is_replaced(tmp_path):
+    cache = tmp_path / "cache"
+    run_offline("import ctxlab; ctxlab.encoding()", cache)
+    (cached,) = cache.iterdir()
+    cached.write_bytes(b"not a rank file")
+    result = run_offline("import ctxlab; print(ctxlab.encoding().encode_ordinary('hello world'))", cache)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[15339, 1917]"
+
+
+def test_an_encoding_with_no_offline_source_says_what_to_do(tmp_path):
+    result = run_offline(
+        """
+        import ctxlab
+        try:
+            ctxlab.encoding("o200k_base")
+        except ctxlab.EncodingUnavailable as err:
+            print(err)
+        """,
+        tmp_path / "cache",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "cl100k_base" in result.stdout and "network" in result.stdout
+
+
+def test_unknown_encoding_lists_the_known_ones():
+    with pytest.raises(ValueError, match="cl100k_base"):
+        ctxlab.encoding("no_such_encoding")
