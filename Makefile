@@ -4,9 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 LESSON ?= course/01-budget/budget.ipynb
+SUBMISSIONS ?= submissions
+DEST   ?= student-repo
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-fast lint release
+.PHONY: help setup lab test test-fast lint release grade bench student-repo
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,3 +36,13 @@ lint: setup ## ruff over the library, tools and tests
 
 release: setup ## regenerate course/ from solutions/ (never edit course/ by hand)
 	$(BIN)/python -m autograder release
+
+grade: setup ## grade a class: make grade SUBMISSIONS=path/to/folder-or-archives
+	$(BIN)/python -m autograder grade $(SUBMISSIONS)
+
+bench: setup ## run the benchmarks (not part of `make test`); writes bench/results/
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt -c constraints.txt
+	$(BIN)/python bench/run.py
+
+student-repo: setup ## export a learner-only copy (no solutions, no hidden tests) to $(DEST)
+	$(BIN)/python -m autograder student-repo $(DEST)
