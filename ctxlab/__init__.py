@@ -28,6 +28,50 @@ from .tokens import (
 from .transcripts import load_tools, load_transcript, transcript_info, transcript_names
 from .trimming import fit, pairs_ok, pinned_indices, turn_group_spans, turn_groups
 
+# watermarks, summarising, llm, events (lessons 02 and 03)
+# isort: split
+from .errors import SummaryError
+from .events import EVENT_KINDS, MemoryEvent, MemoryLog
+from .llm import (
+    OfflineSummariser,
+    ScriptedClient,
+    complete,
+    describe_client,
+    get_client,
+    summary_model,
+)
+from .summarising import (
+    SUMMARY_PREFIX,
+    compact,
+    compaction_prompt,
+    failure_of,
+    is_summary,
+    render_steps,
+    summary_message,
+    summary_text,
+    trim_and_summarise,
+)
+from .watermarks import HighLowTrimmer, count_trims, replay_prompts
+
+# scratchpad, compression, store (lessons 04 and 05)
+# isort: split
+from .compression import compress, compress_history, restore
+from .errors import ReferenceNotFound, StoreError
+from .scratchpad import Scratchpad, is_scratchpad_message, update_scratchpad
+from .store import TrajectoryStore
+
+# assembly, policies, replay, prompt-cache reuse (lesson 06)
+# isort: split
+from .assembly import AssemblyState, Context, build_context
+from .caching import prefix_reuse
+from .policies import Assemble, KeepEverything, Summarise, TruncateOldest
+from .replaying import LapRecord, ReplayResult, compare_runs, replay
+
+# layout: what the context-layout widget shows (ctxlab.widgets draws it; imported only when used)
+# isort: split
+from .layout import WindowLayout, WindowReplay, keep_everything, layout_window
+from .layout_html import render_layout_html
+
 __all__ = [
     "__version__",
     # errors
@@ -66,4 +110,56 @@ __all__ = [
     "fit",
     # environment
     "check_environment",
+    # watermarks, summarising, llm, events (lessons 02 and 03)
+    "HighLowTrimmer",
+    "count_trims",
+    "replay_prompts",
+    "SUMMARY_PREFIX",
+    "render_steps",
+    "failure_of",
+    "compaction_prompt",
+    "compact",
+    "is_summary",
+    "summary_message",
+    "summary_text",
+    "trim_and_summarise",
+    "get_client",
+    "describe_client",
+    "summary_model",
+    "complete",
+    "OfflineSummariser",
+    "ScriptedClient",
+    "SummaryError",
+    "MemoryEvent",
+    "MemoryLog",
+    "EVENT_KINDS",
+    # scratchpad, compression, store (lessons 04 and 05)
+    "Scratchpad",
+    "update_scratchpad",
+    "is_scratchpad_message",
+    "compress",
+    "compress_history",
+    "restore",
+    "TrajectoryStore",
+    "StoreError",
+    "ReferenceNotFound",
+    # assembly, policies, replay, prompt-cache reuse (lesson 06)
+    "build_context",
+    "AssemblyState",
+    "Context",
+    "prefix_reuse",
+    "KeepEverything",
+    "TruncateOldest",
+    "Summarise",
+    "Assemble",
+    "replay",
+    "ReplayResult",
+    "LapRecord",
+    "compare_runs",
+    # layout (the context-layout widget's model; the widget itself is ctxlab.widgets)
+    "WindowReplay",
+    "WindowLayout",
+    "layout_window",
+    "keep_everything",
+    "render_layout_html",
 ]

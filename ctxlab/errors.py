@@ -12,7 +12,8 @@ Every error is a :class:`CtxlabError`, so an agent loop can catch them all in on
 
 from __future__ import annotations
 
-__all__ = ["CtxlabError", "MessageError", "BudgetError", "EncodingUnavailable"]
+__all__ = ["CtxlabError", "MessageError", "BudgetError", "EncodingUnavailable", "SummaryError",
+           "StoreError", "ReferenceNotFound"]
 
 
 class CtxlabError(Exception):
@@ -47,3 +48,37 @@ class BudgetError(CtxlabError, ValueError):
 
 class EncodingUnavailable(CtxlabError, RuntimeError):
     """A tokenizer's rank file cannot be had on this machine (offline, no local copy)."""
+
+
+class SummaryError(CtxlabError, RuntimeError):
+    """A summary could not be made: the model call failed, or kept failing after its retries.
+
+    The text names what failed (timeout, rate limit, server error, malformed reply, refused
+    request), how many attempts were made and what to do. ``attempts`` is that number and
+    ``reason`` a short label (``"timeout"``, ``"rate_limited"``, ``"server_error"``,
+    ``"malformed_reply"``, ``"connection"`` or ``"refused"``). Whoever raised it left the
+    history unchanged, so no step is lost.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.reason = reason
+
+
+class StoreError(CtxlabError):
+    """A trajectory store cannot do what was asked (for example, overwrite a stored result)."""
+
+
+class ReferenceNotFound(StoreError, LookupError):
+    """A reference names nothing in the trajectory store; the text says what the store holds.
+
+    ``ref`` is the reference that was asked for.
+    """
+
+    def __init__(self, message: str, *, ref: str | None = None) -> None:
+        super().__init__(message)
+        self.ref = ref
+
+    def __str__(self) -> str:  # LookupError would quote the message like a key
+        return str(self.args[0]) if self.args else ""

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from .budget import Allocation
+    from .replaying import ReplayResult
 
 __all__ = ["plot_growth", "plot_allocation", "ALLOCATION_COLOURS"]
 
@@ -110,5 +111,71 @@ def plot_allocation(allocation: Allocation, *, ax: Axes | None = None, title: st
     ax.set_xlabel(f"tokens (window {allocation.window:,})")
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+# -- replays (lesson 06) ------------------------------------------------------------------------
+
+__all__ += ["plot_replay", "plot_probe_survival"]
+
+
+def plot_replay(results: Sequence[ReplayResult], *, title: str | None = None) -> Figure:
+    """Replays side by side: prompt tokens per lap, billed input so far, cached prefix per lap.
+
+    ``results`` are :class:`ctxlab.ReplayResult` objects (from :func:`ctxlab.replay`);
+    the budget's input limit, when known, is drawn as a dashed line on the first panel.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.9))
+    limit = next((r.input_limit for r in results if r.input_limit), None)
+    for result in results:
+        laps = [r.lap for r in result.laps]
+        axes[0].plot(laps, [r.tokens for r in result.laps], marker=".", label=result.policy)
+        axes[1].plot(laps, [r.billed for r in result.laps], marker=".", label=result.policy)
+        axes[2].plot(laps, [r.reused for r in result.laps], marker=".", label=result.policy)
+    if limit:
+        axes[0].axhline(limit, color=ALLOCATION_COLOURS["over budget"], linestyle="--", linewidth=1)
+        axes[0].annotate("input limit", (1, limit), xytext=(2, 3), textcoords="offset points",
+                         color=ALLOCATION_COLOURS["over budget"], fontsize=8)
+    for ax, heading in zip(axes, ("Prompt tokens per lap", "Billed input so far",
+                                  "Prefix reused from the previous lap"), strict=True):
+        ax.set_title(heading)
+        ax.set_xlabel("lap (model call)")
+        ax.set_ylabel("tokens")
+        ax.grid(alpha=0.3)
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_probe_survival(results: Sequence[ReplayResult], *, title: str | None = None) -> Figure:
+    """A grid per policy: for each probe (goal, constraint, failure...), the laps whose prompt
+    holds it (dark), lacks it (light red) or comes before the fact appears (blank)."""
+    plt = _pyplot()
+    from matplotlib.colors import ListedColormap
+
+    names = list(results[0].probes) if results else []
+    fig, axes = plt.subplots(len(results), 1, figsize=(12, 0.55 * max(len(names), 1) * len(results) + 1.2),
+                             squeeze=False)
+    colours = ListedColormap(["#ffffff", "#f4b6b6", "#2f6f4f"])
+    for ax, result in zip(axes[:, 0], results, strict=True):
+        grid = []
+        for name in names:
+            start = result.first_seen.get(name)
+            grid.append([
+                0 if start is None or r.lap < start else (2 if r.probes.get(name) else 1)
+                for r in result.laps
+            ])
+        ax.imshow(grid, aspect="auto", cmap=colours, vmin=0, vmax=2, interpolation="nearest",
+                  extent=(0.5, len(result.laps) + 0.5, len(names) - 0.5, -0.5))
+        ax.set_yticks(range(len(names)), names)
+        ax.set_title(result.policy, fontsize=10, loc="left")
+        ax.set_xlabel("lap")
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -1,0 +1,367 @@
+"""Shrinking tool results, and shrinking them harder the older they are.
+
+Tool results are most of an agent's context. A result from this lap may be needed in full;
+one from eight laps ago has been acted on, and its conclusion is already in the assistant's
+later messages. So :func:`compress_history` keeps the newest results in full, compresses
+older ones with :func:`compress`, and replaces the oldest with a **reference stub** that names
+the lap, the tool and its arguments, while the full result stays in the trajectory store
+(:class:`ctxlab.TrajectoryStore`), from which :func:`restore` puts it back. Only tool results
+change: ``tool_call_id`` and every other message are left exactly as they were.
+
+Every cut says what it cut (items, characters, lines), so the model knows something is missing
+and how much.
+
+>>> print(compress("line one\\nline two\\n" + "noise\\n" * 100 + "the last line", max_chars=120))
+line one
+line two
+noise
+noise
+noise
+noise
+noise
+[... 559 of 631 chars (95 lines) cut ...]
+noise
+noise
+the last line
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .tokens import TokenCounter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .events import MemoryLog
+    from .store import TrajectoryStore
+
+__all__ = [
+    "MIN_CHARS",
+    "compress",
+    "compress_history",
+    "reference_stub",
+    "stub_reference",
+    "restore",
+]
+
+Message = Mapping[str, Any]
+
+MIN_CHARS = 100
+"""The smallest ``max_chars`` :func:`compress` accepts: room for a cut note and a little text."""
+
+# (items kept per list, chars kept per string), gentlest first
+_LEVELS = ((10, 400), (5, 200), (3, 100), (2, 60), (1, 30), (1, 12))
+
+STUB_PREFIX = "[result moved to the trajectory store]"
+STUB_ARGUMENT_CHARS = 200
+_STUB_REF = re.compile(r"\bref (\S+#\d+)\b")
+
+
+# -- compress one result ------------------------------------------------------------------------
+
+
+def _cut_text(text: str, max_chars: int) -> str:
+    """Head and tail of ``text`` at line boundaries, with a note of what was cut between."""
+    if len(text) <= max_chars:
+        return text
+    total, total_lines = len(text), text.count("\n") + 1
+    widest = f"\n[... {total:,} of {total:,} chars ({total_lines:,} lines) cut ...]\n"
+    room = max_chars - len(widest)
+    head_room = room * 2 // 3
+    head = text[:head_room]
+    if "\n" in head[head_room // 2 :]:
+        head = head[: head.rindex("\n")]
+    tail_room = room - len(head)
+    tail = text[len(text) - tail_room :] if tail_room > 0 else ""
+    if "\n" in tail[: len(tail) // 2]:
+        tail = tail[tail.index("\n") + 1 :]
+    cut = text[len(head) : len(text) - len(tail)]
+    note = f"\n[... {len(cut):,} of {total:,} chars ({cut.count(chr(10)) + 1:,} lines) cut ...]\n"
+    return head.rstrip("\n") + note + tail.lstrip("\n")
+
+
+def _shrink(value: Any, items: int, chars: int, cuts: dict[str, int]) -> Any:
+    if isinstance(value, str):
+        if len(value) > chars:
+            cuts["strings"] += 1
+            cuts["chars"] += len(value) - chars
+            return value[:chars] + f"...[+{len(value) - chars:,} chars]"
+        return value
+    if isinstance(value, list):
+        kept = [_shrink(v, items, chars, cuts) for v in value[:items]]
+        if len(value) > items:
+            cuts["lists"] += 1
+            cuts["items"] += len(value) - items
+            kept.append(f"...[+{len(value) - items} more of {len(value)} items]")
+        return kept
+    if isinstance(value, Mapping):
+        return {k: _shrink(v, items, chars, cuts) for k, v in value.items()}
+    return value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def compress(result: Any, max_chars: int = 2_000) -> str:
+    """``result`` as text of at most ``max_chars`` characters, saying what was cut.
+
+    * Text that fits is returned unchanged.
+    * A list or dict (or JSON text of one) keeps its structure: long lists keep their first
+      items and say how many more there were, long strings keep their start and say how many
+      characters went, and a note at the end totals the cuts. Lists and strings are cut
+      harder until the text fits.
+    * Other text keeps its head and tail, cut at line ends, with a note in the middle giving
+      the characters and lines cut: logs and test output put their conclusion at the end.
+
+    Deterministic. Raises ``ValueError`` when ``max_chars`` is below :data:`MIN_CHARS`.
+
+    >>> compress(list(range(40)), max_chars=120)
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "...[+30 more of 40 items]"]\\n[cut from 150 chars: 30 list items]'
+    >>> compress({"title": "Heat pumps", "body": "x" * 300}, max_chars=150)
+    '{"title": "Heat pumps", "body": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...[+270 chars]"}\\n[cut from 335 chars: 270 chars of 1 string]'
+    """
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_CHARS:
+        raise ValueError(f"max_chars must be an int >= {MIN_CHARS} (room for a cut note), got {max_chars!r}")
+    data = result
+    if isinstance(result, str):
+        if len(result) <= max_chars:
+            return result
+        stripped = result.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                data = json.loads(stripped)
+            except json.JSONDecodeError:
+                data = result
+    if isinstance(data, str):
+        return _cut_text(data, max_chars)
+    if not isinstance(data, (list, Mapping)):
+        return _cut_text(_dumps(data), max_chars)
+    original = result if isinstance(result, str) else _dumps(data)
+    if len(original) <= max_chars:
+        return original
+    shrunk = note = ""
+    for items, chars in _LEVELS:
+        cuts = {"lists": 0, "items": 0, "strings": 0, "chars": 0}
+        shrunk = _dumps(_shrink(data, items, chars, cuts))
+        parts = []
+        if cuts["items"]:
+            parts.append(f"{cuts['items']:,} list items")
+        if cuts["chars"]:
+            strings = "string" if cuts["strings"] == 1 else "strings"
+            parts.append(f"{cuts['chars']:,} chars of {cuts['strings']:,} {strings}")
+        note = f"\n[cut from {len(original):,} chars: {', '.join(parts) or 'whitespace'}]"
+        if len(shrunk) + len(note) <= max_chars:
+            return shrunk + note
+    return _cut_text(shrunk + note, max_chars)  # too many keys even at the hardest level
+
+
+# -- reference stubs ----------------------------------------------------------------------------
+
+
+def reference_stub(ref: str, *, step: int | None, name: str, arguments: str, chars: int) -> str:
+    """The text that stands in for a tool result moved to the store.
+
+    It names the lap, the tool and its arguments (so the model knows what it asked and can ask
+    again) and the reference that :func:`restore` resolves.
+
+    >>> reference_stub("research#16", step=7, name="fetch_pdf", arguments='{"url": "u"}', chars=4210)
+    '[result moved to the trajectory store] lap 7: fetch_pdf {"url": "u"} returned 4,210 chars, kept as ref research#16; call the tool again if you need it.'
+    """
+    lap = "an earlier lap" if step is None else f"lap {step}"
+    if len(arguments) > STUB_ARGUMENT_CHARS:
+        arguments = arguments[: STUB_ARGUMENT_CHARS - 3] + "..."
+    return (
+        f"{STUB_PREFIX} {lap}: {name} {arguments} returned {chars:,} chars, kept as ref {ref}; "
+        "call the tool again if you need it."
+    )
+
+
+def stub_reference(content: Any) -> str | None:
+    """The reference in a stub made by :func:`reference_stub`, or ``None`` for other content.
+
+    >>> stub_reference(reference_stub("run#3", step=1, name="f", arguments="{}", chars=9)), stub_reference("text")
+    ('run#3', None)
+    """
+    if isinstance(content, str) and content.startswith(STUB_PREFIX):
+        match = _STUB_REF.search(content)
+        if match:
+            return match.group(1)
+    return None
+
+
+def restore(messages: Sequence[Message], store: TrajectoryStore) -> list[dict[str, Any]]:
+    """The full messages behind a view: every tool result the store holds, put back in full.
+
+    A reference stub is resolved through its reference; any other tool result whose
+    ``tool_call_id`` is stored gets the stored content back (so compressed results return in
+    full too); everything else is copied unchanged. Raises :class:`ctxlab.ReferenceNotFound`
+    when a stub's reference is not in the store.
+
+    >>> from ctxlab.store import TrajectoryStore
+    >>> store = TrajectoryStore(run="r")
+    >>> full = {"role": "tool", "tool_call_id": "c1", "content": "the full result", "step": 1}
+    >>> stub = {**full, "content": reference_stub(store.save_result(full), step=1, name="f",
+    ...                                           arguments="{}", chars=15)}
+    >>> restore([stub], store) == [full]
+    True
+    """
+    from .errors import ReferenceNotFound
+
+    out = []
+    for message in messages:
+        if message.get("role") != "tool":
+            out.append(dict(message))
+            continue
+        ref = stub_reference(message.get("content"))
+        if ref is None:
+            try:
+                ref = store.ref_for(message.get("tool_call_id"))
+            except ReferenceNotFound:
+                out.append(dict(message))
+                continue
+        out.append({**message, "content": store.resolve(ref).get("content")})
+    return out
+
+
+# -- by age -------------------------------------------------------------------------------------
+
+
+def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, Mapping[str, Any]]]:
+    calls = {}
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                calls[call["id"]] = (index, call)
+    return calls
+
+
+def compress_history(
+    messages: Sequence[Message],
+    step: int,
+    *,
+    keep_full_for: int = 2,
+    compress_after: int | None = None,
+    max_chars: int = 1_200,
+    store: TrajectoryStore | None = None,
+    log: MemoryLog | None = None,
+    count: Callable[[Message], int] | None = None,
+) -> list[dict[str, Any]]:
+    """A view of ``messages`` at lap ``step`` with tool results shrunk by age.
+
+    A tool result's age is ``step - message["step"]``:
+
+    * age ``<= keep_full_for``: kept in full (the agent is reasoning about it now);
+    * older: compressed with :func:`compress` to ``max_chars``;
+    * age ``> compress_after`` (when given): replaced by a reference stub naming the lap, the
+      tool, its arguments and the reference, so ``compress_after`` needs a ``store``
+      (``ValueError`` otherwise).
+
+    With a ``store``, every result it changes is saved there in full first
+    (:meth:`ctxlab.TrajectoryStore.save_result`), so :func:`restore` can put it back.
+
+    Untouched: every message that is not a tool result, ``tool_call_id`` and every other field
+    of a tool result, results with no ``step``, and pinned ones (a result is pinned when it or
+    the assistant message that called it has ``"pinned": True``). A stub is used only when it
+    is shorter than the compressed text. The input is not modified: changed results are new
+    dicts, the rest are the same objects. Applying it again to its own output changes nothing.
+
+    With ``log`` (a :class:`ctxlab.MemoryLog`), one ``"compress"`` event records the changed
+    results in full, the tokens before and after (counted with ``count``), and per result
+    its tier, characters before and after, and reference.
+
+    >>> call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    >>> history = [{"role": "assistant", "content": None, "tool_calls": [call], "step": 1},
+    ...            {"role": "tool", "tool_call_id": "c1", "content": "x" * 5_000, "step": 1}]
+    >>> [len(m["content"] or "") for m in compress_history(history, step=2)]
+    [0, 5000]
+    >>> [len(m["content"] or "") for m in compress_history(history, step=9)]
+    [0, 1200]
+    """
+    for name, value in (("step", step), ("keep_full_for", keep_full_for)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    if compress_after is not None:
+        if isinstance(compress_after, bool) or not isinstance(compress_after, int) or compress_after < keep_full_for:
+            raise ValueError(
+                f"compress_after must be an int >= keep_full_for ({keep_full_for}), or None for "
+                f"no stubs; got {compress_after!r}"
+            )
+        if store is None:
+            raise ValueError(
+                "compress_after replaces old results with references, which must resolve: pass "
+                "store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave "
+                "compress_after=None to only compress"
+            )
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_CHARS:
+        raise ValueError(f"max_chars must be an int >= {MIN_CHARS}, got {max_chars!r}")
+
+    calls = _calls_by_id(messages)
+    out: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    replaced: list[Message] = []
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        lap = message.get("step")
+        caller = calls.get(message.get("tool_call_id"), (None, {}))
+        caller_message = messages[caller[0]] if caller[0] is not None else {}
+        if (
+            message.get("role") != "tool"
+            or not isinstance(content, str)
+            or not isinstance(lap, int)
+            or isinstance(lap, bool)
+            or step - lap <= keep_full_for
+            or message.get("pinned") is True
+            or caller_message.get("pinned") is True
+            or stub_reference(content) is not None
+        ):
+            out.append(message)  # type: ignore[arg-type]
+            continue
+        age = step - lap
+        new = compress(content, max_chars)
+        if new == content:
+            out.append(message)  # type: ignore[arg-type]
+            continue
+        tier = "compressed"
+        ref = store.save_result(message) if store is not None else None
+        if compress_after is not None and age > compress_after:
+            assert ref is not None
+            function = caller[1].get("function") or {}
+            stub = reference_stub(
+                ref,
+                step=lap,
+                name=str(function.get("name", "a tool")),
+                arguments=str(function.get("arguments", "")),
+                chars=len(content),
+            )
+            if len(stub) < len(new):
+                new, tier = stub, "reference"
+        out.append({**message, "content": new})
+        replaced.append(message)
+        changes.append(
+            {"index": index, "tool_call_id": message.get("tool_call_id"), "lap": lap, "age": age,
+             "tier": tier, "chars_before": len(content), "chars_after": len(new), "ref": ref}
+        )
+
+    if log is not None and changes:
+        count = count or TokenCounter().message
+        before = sum(count(m) for m in replaced)
+        after = sum(count(out[c["index"]]) for c in changes)
+        stubs = sum(1 for c in changes if c["tier"] == "reference")
+        log.record(
+            "compress",
+            lap=step,
+            tokens_before=before,
+            tokens_after=after,
+            messages=replaced,
+            detail=(
+                f"{len(changes) - stubs} tool result(s) older than {keep_full_for} laps compressed "
+                f"to {max_chars:,} chars"
+                + (f"; {stubs} older than {compress_after} laps replaced by references" if stubs else "")
+            ),
+            changes=changes,
+        )
+    return out

@@ -1,0 +1,414 @@
+"""LLM clients behind one interface: the ``openai`` client's ``chat.completions.create``.
+
+* :func:`get_client` returns the real ``openai.OpenAI`` when ``OPENAI_API_KEY`` is set
+  (``OPENAI_BASE_URL`` points it at any compatible server: Ollama, vLLM, a proxy), and
+  otherwise an :class:`OfflineSummariser`, a deterministic stand-in that needs no network. So
+  every lesson runs offline, and with a real model when a key is there.
+* :func:`complete` makes one request through any such client with a bounded retry: timeouts,
+  dropped connections, rate limits (429), server errors (5xx) and malformed replies are tried
+  again after a growing pause, then reported as :class:`ctxlab.SummaryError`, which says what
+  failed and what to do. A refused request (a bad key, an unknown model) is not retried.
+* :class:`ScriptedClient` answers with replies you give it and records every request: the
+  fake model for tests.
+
+The model is ``CTXLAB_SUMMARY_MODEL`` when set, else :data:`DEFAULT_MODEL`, a cheap one:
+summaries do not need a large model. ``openai`` is imported only when a real client is made.
+
+>>> client = OfflineSummariser()
+>>> reply = client.chat.completions.create(
+...     model="gpt-4o-mini", temperature=0,
+...     messages=[{"role": "user", "content": "STEPS TO FOLD IN:\\n[lap 2] assistant: Use the EU mirror."}])
+>>> print(reply.choices[0].message.content)
+FACTS:
+- none
+DECISIONS:
+- [lap 2] Use the EU mirror.
+FAILURES:
+- none
+USER INSTRUCTIONS:
+- none
+OPEN QUESTIONS:
+- none
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SummaryError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_VARIABLE",
+    "summary_model",
+    "get_client",
+    "describe_client",
+    "complete",
+    "OfflineSummariser",
+    "ScriptedClient",
+]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+"""The summariser model when ``CTXLAB_SUMMARY_MODEL`` is not set."""
+
+MODEL_VARIABLE = "CTXLAB_SUMMARY_MODEL"
+"""The environment variable that names the summariser model."""
+
+OFFLINE_MODEL = "ctxlab-offline-summariser"
+
+Message = Mapping[str, Any]
+
+
+def summary_model() -> str:
+    """The model summaries are asked of: ``CTXLAB_SUMMARY_MODEL``, else :data:`DEFAULT_MODEL`.
+
+    >>> summary_model() == (os.environ.get("CTXLAB_SUMMARY_MODEL") or DEFAULT_MODEL)
+    True
+    """
+    return os.environ.get(MODEL_VARIABLE) or DEFAULT_MODEL
+
+
+def get_client(*, timeout: float = 60.0) -> Any:
+    """The client the course uses: ``openai.OpenAI`` with a key, else the offline summariser.
+
+    With ``OPENAI_API_KEY`` set it returns ``openai.OpenAI(api_key=..., base_url=
+    OPENAI_BASE_URL or the default, timeout=timeout, max_retries=0)``: retries are left to
+    :func:`complete`, which bounds them and reports the outcome. Without a key it returns an
+    :class:`OfflineSummariser`, so nothing reaches the network.
+
+    >>> type(get_client()).__name__ if not os.environ.get("OPENAI_API_KEY") else "OfflineSummariser"
+    'OfflineSummariser'
+    """
+    key = os.environ.get("OPENAI_API_KEY")
+    if not key:
+        return OfflineSummariser()
+    try:
+        import openai
+    except ImportError as err:  # pragma: no cover - openai is a dependency of ctxlab
+        raise ImportError("OPENAI_API_KEY is set but the openai package is missing: run `pip install openai`") from err
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+
+
+def describe_client(client: Any = None) -> str:
+    """One line saying which summariser is in use (``client``, or what :func:`get_client` gives).
+
+    >>> describe_client(OfflineSummariser())
+    'offline summariser (deterministic, no network; set OPENAI_API_KEY to use a real model)'
+    """
+    if client is None and not os.environ.get("OPENAI_API_KEY"):
+        client = OfflineSummariser()
+    if isinstance(client, OfflineSummariser):
+        return "offline summariser (deterministic, no network; set OPENAI_API_KEY to use a real model)"
+    if isinstance(client, ScriptedClient):
+        return f"scripted test client ({len(client.replies)} replies left)"
+    if client is None:
+        base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    else:
+        base_url = str(getattr(client, "base_url", "an unknown endpoint"))
+    return f"OpenAI-compatible API at {base_url}, model {summary_model()}"
+
+
+# --- replies, as the openai client shapes them ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplyMessage:
+    """The ``message`` of a choice: ``.content`` is the text."""
+
+    content: str
+    role: str = "assistant"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One choice of a completion: ``.message.content`` is the text."""
+
+    message: ReplyMessage
+    index: int = 0
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens of the request and of the reply, as the API reports them."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A chat completion shaped like the openai client's: ``.choices[0].message.content``, ``.usage``."""
+
+    choices: list[Choice]
+    usage: Usage
+    model: str
+    id: str = "chatcmpl-offline"
+    object: str = "chat.completion"
+
+
+def _completion(text: str, *, model: str, messages: Sequence[Message]) -> Completion:
+    from .tokens import count_messages, count_text
+
+    prompt = count_messages([{k: v for k, v in m.items() if k in ("role", "content", "name")} for m in messages])
+    reply = count_text(text)
+    return Completion([Choice(ReplyMessage(text))], Usage(prompt, reply, prompt + reply), model)
+
+
+class _Completions:
+    def __init__(self, create: Callable[..., Completion]) -> None:
+        self.create = create
+
+
+class _Chat:
+    def __init__(self, create: Callable[..., Completion]) -> None:
+        self.completions = _Completions(create)
+
+
+def _check_request(model: Any, messages: Any, temperature: Any) -> None:
+    """Refuse what the API would refuse, with the same kind of message."""
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"model must be a model name, got {model!r}")
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence) or not messages:
+        raise ValueError("messages must be a non-empty list of message dicts")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "role" not in message:
+            raise ValueError(f"messages[{index}] must be a dict with a 'role'")
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2
+    ):
+        raise ValueError(f"temperature must be a number from 0 to 2, got {temperature!r}")
+
+
+class OfflineSummariser:
+    """A deterministic summariser with the openai client's interface, for offline work.
+
+    ``client.chat.completions.create(model=..., messages=..., temperature=...)`` reads the
+    compaction prompt in the last user message (the format of :func:`ctxlab.compaction_prompt`
+    and :func:`ctxlab.render_steps`) and answers with the summary a careful model would write,
+    built by rules instead of judgement:
+
+    * FACTS: from each tool result, its first two lines (for JSON, its short top-level fields) and
+      up to three lines that report an error (``ERROR``, ``FATAL``, ``FAILED``...), each tagged
+      with the tool and the lap;
+    * DECISIONS: the first two sentences of each thing the assistant said;
+    * FAILURES: every failed tool call, its arguments, the laps it failed at and how it failed;
+      the same failure repeated is one line with all its laps;
+    * USER INSTRUCTIONS: what the user said, word for word (up to 1,000 characters each);
+    * OPEN QUESTIONS: the assistant's questions.
+
+    A previous summary in the prompt is folded in: its lines are kept, and the new ones added
+    after them. The same prompt always gives the same reply. ``requests`` records each call's
+    arguments. The reply's ``usage`` counts tokens with ``cl100k_base``.
+
+    >>> reply = OfflineSummariser().chat.completions.create(model="m", temperature=0, messages=[
+    ...     {"role": "user", "content": "STEPS TO FOLD IN:\\n[lap 7] tool fetch_pdf (id c1) FAILED: http_403: paywall\\n    {}"}])
+    >>> [line for line in reply.choices[0].message.content.splitlines() if "fetch_pdf" in line]
+    ['- fetch_pdf failed at lap 7: http_403: paywall']
+    """
+
+    model = OFFLINE_MODEL
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.chat = _Chat(self._create)
+
+    def __repr__(self) -> str:
+        return "OfflineSummariser()"
+
+    def _create(self, *, model: str, messages: Sequence[Message], temperature: float | None = None, **options: Any) -> Completion:
+        _check_request(model, messages, temperature)
+        self.requests.append({"model": model, "messages": copy.deepcopy(list(messages)), "temperature": temperature, **options})
+        prompt = next(
+            (m.get("content") for m in reversed(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)),
+            "",
+        )
+        from .summarising import offline_summary
+
+        return _completion(offline_summary(prompt), model=model, messages=messages)
+
+
+class ScriptedClient:
+    """A fake client that answers with the replies it was given and records every request.
+
+    Each reply is a string (returned as the completion's text), an exception (raised, to test
+    failures), or a function of the request's keyword arguments returning a string. ``requests``
+    holds a deep copy of each call's arguments (``model``, ``messages``, ``temperature``...).
+
+    >>> client = ScriptedClient(["FACTS:\\n- the disk is full"])
+    >>> complete(client, [{"role": "user", "content": "summarise"}], model="m")
+    'FACTS:\\n- the disk is full'
+    >>> client.requests[0]["temperature"], client.requests[0]["model"]
+    (0.0, 'm')
+    """
+
+    def __init__(self, replies: Iterable[str | BaseException | Callable[..., str]] = (), *, default: str | None = None) -> None:
+        self.replies: deque[str | BaseException | Callable[..., str]] = deque(replies)
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self.chat = _Chat(self._create)
+
+    def __repr__(self) -> str:
+        return f"ScriptedClient({len(self.replies)} replies left, {len(self.requests)} requests)"
+
+    def _create(self, *, model: str, messages: Sequence[Message], temperature: float | None = None, **options: Any) -> Completion:
+        _check_request(model, messages, temperature)
+        request = {"model": model, "messages": copy.deepcopy(list(messages)), "temperature": temperature, **options}
+        self.requests.append(request)
+        if self.replies:
+            reply = self.replies.popleft()
+        elif self.default is not None:
+            reply = self.default
+        else:
+            raise RuntimeError(
+                f"ScriptedClient has no reply left for request {len(self.requests)}; give it more "
+                "replies or a default"
+            )
+        if isinstance(reply, BaseException):
+            raise reply
+        if callable(reply):
+            reply = reply(**request)
+        return _completion(str(reply), model=model, messages=messages)
+
+
+# --- one request, with a bounded retry --------------------------------------------------------
+
+
+class _MalformedReply(Exception):
+    """The reply arrived but has no usable text."""
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _reply_text(response: Any) -> str:
+    choices = _get(response, "choices")
+    if not choices:
+        raise _MalformedReply("the reply has no choices")
+    content = _get(_get(choices[0], "message"), "content")
+    if not isinstance(content, str) or not content.strip():
+        raise _MalformedReply("the reply's first choice has no text content")
+    return content
+
+
+_HINTS = {
+    "timeout": "the server did not answer in time; check it is up, or give get_client(timeout=...) longer",
+    "connection": "the server could not be reached; check OPENAI_BASE_URL and the network",
+    "rate_limited": "the API is rate limiting this key (HTTP 429); wait, lower the request rate, or raise retries/backoff",
+    "server_error": "the server failed (HTTP 5xx); try again later or use another endpoint",
+    "malformed_reply": "the server's reply was not a chat completion with text; check OPENAI_BASE_URL points at an OpenAI-compatible /v1 endpoint",
+}
+
+
+def _classify(err: BaseException) -> str | None:
+    """``reason`` label of an error from a client call, or ``None`` for a bug to re-raise."""
+    if isinstance(err, (_MalformedReply, json.JSONDecodeError)):
+        return "malformed_reply"
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        if isinstance(err, openai.APITimeoutError):
+            return "timeout"
+        if isinstance(err, openai.APIConnectionError):
+            return "connection"
+        if isinstance(err, openai.APIResponseValidationError):
+            return "malformed_reply"
+    if isinstance(err, TimeoutError):
+        return "timeout"
+    if isinstance(err, ConnectionError):
+        return "connection"
+    status = getattr(err, "status_code", None)
+    if isinstance(status, int):
+        if status == 429:
+            return "rate_limited"
+        if status == 408:
+            return "timeout"
+        if status >= 500:
+            return "server_error"
+        return "refused"
+    if openai is not None and isinstance(err, openai.OpenAIError):
+        return "refused"
+    return None
+
+
+def _refused_hint(err: BaseException) -> str:
+    status = getattr(err, "status_code", None)
+    if status in (401, 403):
+        return "the API refused the credentials: check OPENAI_API_KEY (and OPENAI_BASE_URL)"
+    if status == 404:
+        return f"the model or endpoint was not found: set {MODEL_VARIABLE} to a model this server has, or check OPENAI_BASE_URL"
+    return "the API refused the request; read its message above"
+
+
+def complete(
+    client: Any,
+    messages: Sequence[Message],
+    *,
+    model: str | None = None,
+    temperature: float = 0.0,
+    retries: int = 2,
+    backoff: float = 0.5,
+    max_backoff: float = 8.0,
+) -> str:
+    """Send ``messages`` through ``client`` and return the reply's text, retrying what is worth it.
+
+    Timeouts, lost connections, rate limits (429), server errors (5xx) and malformed replies
+    are tried again up to ``retries`` times, after ``backoff``, ``2 * backoff``, ``4 * backoff``
+    ... seconds (at most ``max_backoff``); then :class:`ctxlab.SummaryError` reports the last
+    failure, the number of attempts and what to do. A refused request (400, 401, 404) raises at
+    once: trying again cannot help. Course keys are stripped before sending.
+
+    >>> complete(ScriptedClient([TimeoutError("slow"), "done"]), [{"role": "user", "content": "hi"}],
+    ...          model="m", backoff=0)
+    'done'
+    >>> complete(ScriptedClient([TimeoutError("slow")] * 2), [{"role": "user", "content": "hi"}],
+    ...          model="m", retries=1, backoff=0)
+    Traceback (most recent call last):
+    ...
+    ctxlab.errors.SummaryError: the summariser failed 2 times (timeout: slow); the server did not answer in time; check it is up, or give get_client(timeout=...) longer. Nothing was changed: the steps it was to summarise are still there.
+    """
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries must be a whole number >= 0, got {retries!r}")
+    from .messages import strip_course_keys
+
+    model = model or summary_model()
+    request = strip_course_keys(messages)
+    attempts = retries + 1
+    last: tuple[str, BaseException] | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            response = client.chat.completions.create(model=model, messages=request, temperature=temperature)
+            return _reply_text(response)
+        except Exception as err:
+            reason = _classify(err)
+            if reason is None:
+                raise
+            if reason == "refused":
+                raise SummaryError(
+                    f"the summariser's request was refused ({type(err).__name__}: {err}); "
+                    f"{_refused_hint(err)}. Nothing was changed: the steps it was to summarise "
+                    "are still there.",
+                    attempts=attempt,
+                    reason=reason,
+                ) from err
+            last = (reason, err)
+        if attempt < attempts:
+            time.sleep(min(max_backoff, backoff * 2 ** (attempt - 1)))
+    assert last is not None
+    reason, err = last
+    raise SummaryError(
+        f"the summariser failed {attempts} time{'s' if attempts > 1 else ''} ({reason}: {err}); "
+        f"{_HINTS[reason]}. Nothing was changed: the steps it was to summarise are still there.",
+        attempts=attempts,
+        reason=reason,
+    ) from err

@@ -1,0 +1,610 @@
+"""Roll-up summarisation: replace the turn groups a trim drops with ONE summary message.
+
+Plain trimming forgets whatever was in the dropped laps: the one log line that explains an
+incident, the tool that already failed three times. Summarising keeps the gist of them:
+
+1. :func:`render_steps` writes the dropped messages as text a summariser can read: the lap,
+   who spoke, each tool call with its arguments, each result, and failures marked ``FAILED``;
+2. :func:`compaction_prompt` asks for facts with their source tool, decisions with their
+   reasons, every failed tool and how it failed, the user's instructions and open questions,
+   as terse bullets, and folds in the previous summary (roll up, never stack);
+3. :func:`compact` sends it at temperature 0 and returns the new summary;
+4. :func:`trim_and_summarise` does all of it to a history: the result holds exactly one
+   summary message, right after the pinned head, and the allowance pays for it.
+
+A summary message is a user message whose content starts with :data:`SUMMARY_PREFIX`
+(:func:`is_summary` finds it); it is marked ``"pinned": True`` so that a plain
+:func:`ctxlab.fit` never drops it.
+
+>>> dropped = [
+...     {"role": "assistant", "content": None, "step": 7, "tool_calls": [{"id": "c7", "type": "function",
+...      "function": {"name": "fetch_pdf", "arguments": '{"url": "https://a.example/p.pdf"}'}}]},
+...     {"role": "tool", "tool_call_id": "c7", "step": 7,
+...      "content": '{"error": "http_403", "message": "the full text requires a subscription"}'},
+... ]
+>>> print(render_steps(dropped))
+[lap 7] assistant called fetch_pdf {"url": "https://a.example/p.pdf"} (id c7)
+[lap 7] tool fetch_pdf (id c7) FAILED: http_403: the full text requires a subscription
+    {"error": "http_403", "message": "the full text requires a subscription"}
+>>> import ctxlab
+>>> summary = compact(ctxlab.OfflineSummariser(), dropped)
+>>> [line for line in summary.splitlines() if "fetch_pdf" in line]
+['- fetch_pdf {"url": "https://a.example/p.pdf"} failed at lap 7: http_403: the full text requires a subscription']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .errors import BudgetError, SummaryError
+from .events import MemoryLog
+from .llm import complete
+from .tokens import TokenCounter
+from .trimming import fit, pinned_indices, turn_group_spans
+
+__all__ = [
+    "SUMMARY_PREFIX",
+    "SECTIONS",
+    "COMPACTION_INSTRUCTIONS",
+    "failure_of",
+    "render_steps",
+    "compaction_prompt",
+    "compact",
+    "is_summary",
+    "summary_message",
+    "summary_text",
+    "trim_and_summarise",
+    "offline_summary",
+]
+
+Message = Mapping[str, Any]
+
+SUMMARY_PREFIX = "[Summary of earlier steps]"
+"""The first line of every summary message: how a summary is told from other messages."""
+
+SECTIONS = ("FACTS", "DECISIONS", "FAILURES", "USER INSTRUCTIONS", "OPEN QUESTIONS")
+"""The headings of a summary, in order."""
+
+COMPACTION_INSTRUCTIONS = """\
+The agent steps below are being removed from an agent's context to make room. Your summary is
+all the agent will keep of them, so write it for the agent, to carry on its task.
+
+Write terse bullet points, one line each, under exactly these headings:
+FACTS: every fact the steps established, each tagged with the tool and the lap it came from,
+as [tool, lap N]. Copy error codes, identifiers, hosts, numbers and timestamps exactly.
+DECISIONS: every decision the agent made, with its reason.
+FAILURES: every tool call that failed: the tool, its arguments, the laps, and how it failed
+in the error's own words, so that the agent does not retry it blindly.
+USER INSTRUCTIONS: every instruction or constraint the user gave, word for word.
+OPEN QUESTIONS: what is still unknown or still to do.
+Write "- none" under a heading with nothing to report. Leave out reasoning that led nowhere,
+the task itself (the agent still has it) and any commentary."""
+"""What the compaction prompt asks for (facts with sources, decisions with reasons, failures
+and how they failed, user instructions, open questions), before the steps themselves."""
+
+PRIOR_OPENING = "PREVIOUS SUMMARY"
+PRIOR_CLOSING = "END OF PREVIOUS SUMMARY"
+STEPS_HEADING = "STEPS TO FOLD IN:"
+
+_ENTRY = re.compile(r"^\[lap (?P<lap>[^\]]*)\] (?P<rest>.*)$")
+_NOTABLE = re.compile(r"\b(ERROR|FATAL|CRITICAL|PANIC|FAILED|Traceback)\b")
+_TEXT_FAILURE = re.compile(r"^\s*(error|exception|traceback|fatal)\b", re.IGNORECASE)
+_DETAIL_KEY = re.compile(r"code|status|reason|retry", re.IGNORECASE)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _content_text(message: Message) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    return ""
+
+
+def failure_of(content: Any) -> str | None:
+    """How a tool result says its call failed, in one line; ``None`` when it did not fail.
+
+    A result failed when it is a JSON object with a truthy ``error`` (or ``"ok": false``,
+    ``"success": false``), or text starting with ``Error``, ``Exception``, ``Traceback`` or
+    ``Fatal``. The line gives the error, the fields that say why (codes, statuses, whether it
+    is retryable) and the message.
+
+    >>> failure_of('{"error": "refund_declined", "decline_code": "card_account_closed", '
+    ...            '"retryable": false, "message": "The card account is closed."}')
+    'refund_declined (decline_code=card_account_closed, retryable=false): The card account is closed.'
+    >>> failure_of('{"ok": true}') is None, failure_of("Traceback (most recent call last):\\n  ...\\nKeyError: 'sku'")
+    (True, "KeyError: 'sku'")
+    """
+    if not isinstance(content, str):
+        content = _content_text(content) if isinstance(content, Mapping) else ""
+    text = content.strip()
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            error = obj.get("error")
+            if isinstance(error, dict):  # {"error": {"code": ..., "message": ...}}
+                obj = {**obj, **error, "error": error.get("code") or error.get("type") or "error"}
+                error = obj["error"]
+            failed = bool(error) or obj.get("ok") is False or obj.get("success") is False
+            if not failed:
+                return None
+            head = str(error) if error and not isinstance(error, bool) else "failed"
+            details = [
+                f"{key}={json.dumps(value) if not isinstance(value, str) else value}"
+                for key, value in obj.items()
+                if key not in ("error", "message") and _DETAIL_KEY.search(key)
+                and isinstance(value, (str, int, float, bool)) and not isinstance(value, dict)
+            ]
+            message = next((obj[k] for k in ("message", "detail", "reason") if isinstance(obj.get(k), str)), "")
+            line = head + (f" ({', '.join(details)})" if details else "") + (f": {message}" if message else "")
+            return _clip(line, 400)
+    if _TEXT_FAILURE.match(text):
+        lines = [line for line in text.splitlines() if line.strip()]
+        last = lines[-1] if lines[0].lower().startswith("traceback") else lines[0]
+        return _clip(last, 400)
+    return None
+
+
+def _one_line_arguments(arguments: Any) -> str:
+    if not isinstance(arguments, str):
+        return json.dumps(arguments, ensure_ascii=False)
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False)
+    except ValueError:
+        return " ".join(arguments.split())
+
+
+def _indented(text: str) -> list[str]:
+    return ["    " + line if line.strip() else "" for line in text.splitlines()]
+
+
+def render_steps(messages: Sequence[Message]) -> str:
+    """The messages as plain text for a summariser: one entry per message or tool call.
+
+    Each entry starts with ``[lap N]`` (``[lap ?]`` without a ``step``) and says who acted:
+    ``assistant: text``, ``assistant called TOOL ARGUMENTS (id ID)``, ``tool TOOL (id ID)
+    returned:`` or ``tool TOOL (id ID) FAILED: how`` (see :func:`failure_of`), ``user: text``.
+    Multi-line text and tool results follow, indented by four spaces, in full.
+
+    >>> print(render_steps([{"role": "user", "content": "Only cite 2021 or later.", "step": 2},
+    ...                     {"role": "assistant", "content": "Understood.", "step": 2}]))
+    [lap 2] user: Only cite 2021 or later.
+    [lap 2] assistant: Understood.
+    """
+    tools: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            tools[call.get("id")] = (call.get("function") or {}).get("name", "unknown_tool")
+    lines: list[str] = []
+    for message in messages:
+        step = message.get("step")
+        tag = f"[lap {step if step is not None else '?'}]"
+        role = message.get("role", "unknown")
+        text = _content_text(message).strip()
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            how = failure_of(text)
+            status = f"FAILED: {how}" if how else "returned:"
+            lines.append(f"{tag} tool {tools.get(call_id, 'unknown_tool')} (id {call_id}) {status}")
+            lines += _indented(text)
+            continue
+        if text:
+            first, _, rest = text.partition("\n")
+            lines.append(f"{tag} {role}: {first}")
+            lines += _indented(rest)
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            arguments = _one_line_arguments(function.get("arguments", ""))
+            lines.append(f"{tag} {role} called {function.get('name')} {arguments} (id {call.get('id')})")
+    return "\n".join(lines)
+
+
+def compaction_prompt(steps_text: str, prior_summary: str | None = None) -> str:
+    """The request to a summariser: the instructions, the previous summary (if any), the steps.
+
+    With a previous summary the prompt asks for ONE updated summary that keeps every line of
+    the old one that is still true: a roll-up, never a second summary stacked on the first.
+
+    >>> prompt = compaction_prompt("[lap 9] assistant: Checking pgbouncer.", "FACTS:\\n- [search_logs, lap 3] 55P03")
+    >>> "every tool call that failed" in prompt, "55P03" in prompt, prompt.endswith("Checking pgbouncer.")
+    (True, True, True)
+    """
+    if not isinstance(steps_text, str):
+        raise TypeError(f"steps_text must be the rendered steps (a str, see render_steps), got {type(steps_text).__name__}")
+    parts = [COMPACTION_INSTRUCTIONS]
+    if prior_summary and prior_summary.strip():
+        parts.append(
+            f"{PRIOR_OPENING}: fold the new steps into it. Keep every line of it that is still "
+            "true, update what the new steps changed, and return ONE summary under the same "
+            f"headings. Never drop a failure or a user instruction.\n{prior_summary.strip()}\n{PRIOR_CLOSING}"
+        )
+    parts.append(f"{STEPS_HEADING}\n{steps_text}")
+    return "\n\n".join(parts)
+
+
+def compact(
+    client: Any,
+    dropped: Sequence[Message],
+    prior_summary: str | None = None,
+    *,
+    model: str | None = None,
+    retries: int = 2,
+    backoff: float = 0.5,
+) -> str:
+    """Fold the ``dropped`` messages (and the ``prior_summary``) into ONE summary; return it.
+
+    One request through ``client`` (any client with the openai interface: see
+    :func:`ctxlab.get_client`) at temperature 0, with the prompt of :func:`compaction_prompt`
+    as a single user message, retried as :func:`ctxlab.complete` does. With nothing dropped
+    it returns ``prior_summary`` unchanged (``""`` without one) and calls nothing.
+
+    Raises :class:`ctxlab.SummaryError` when the summariser keeps failing: nothing is lost,
+    the caller still has ``dropped``.
+
+    >>> import ctxlab
+    >>> client = ctxlab.ScriptedClient(["FACTS:\\n- [search_logs, lap 3] lock timeout 55P03"])
+    >>> compact(client, [{"role": "assistant", "content": "Next: pgbouncer.", "step": 9}], "FACTS:\\n- earlier")
+    'FACTS:\\n- [search_logs, lap 3] lock timeout 55P03'
+    >>> request = client.requests[0]
+    >>> request["temperature"], "FACTS:\\n- earlier" in request["messages"][0]["content"]
+    (0, True)
+    """
+    if not dropped:
+        return prior_summary or ""
+    prompt = compaction_prompt(render_steps(dropped), prior_summary)
+    text = complete(client, [{"role": "user", "content": prompt}], model=model, temperature=0, retries=retries, backoff=backoff)
+    return text.strip()
+
+
+def is_summary(message: Message) -> bool:
+    """True for a summary message (a user or system message starting with :data:`SUMMARY_PREFIX`).
+
+    >>> is_summary(summary_message("FACTS:\\n- none")), is_summary({"role": "user", "content": "hi"})
+    (True, False)
+    """
+    content = message.get("content")
+    return message.get("role") in ("user", "system") and isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
+
+
+def summary_message(text: str, *, step: int | None = None) -> dict[str, Any]:
+    """The message that carries a summary: ``{"role": "user", "content": PREFIX + text, "pinned": True}``.
+
+    >>> summary_message("FACTS:\\n- none", step=4)
+    {'role': 'user', 'content': '[Summary of earlier steps]\\nFACTS:\\n- none', 'pinned': True, 'step': 4}
+    """
+    message: dict[str, Any] = {"role": "user", "content": f"{SUMMARY_PREFIX}\n{text.strip()}", "pinned": True}
+    if step is not None:
+        message["step"] = step
+    return message
+
+
+def summary_text(message: Message) -> str:
+    """The summary a summary message carries, without the prefix.
+
+    >>> summary_text(summary_message("FACTS:\\n- none"))
+    'FACTS:\\n- none'
+    """
+    if not is_summary(message):
+        raise ValueError(f"not a summary message (its content must start with {SUMMARY_PREFIX!r})")
+    return message["content"][len(SUMMARY_PREFIX):].strip()
+
+
+def _last_step(messages: Sequence[Message]) -> int | None:
+    steps = [m["step"] for m in messages if isinstance(m.get("step"), int) and not isinstance(m.get("step"), bool)]
+    return max(steps) if steps else None
+
+
+def trim_and_summarise(
+    messages: Sequence[Message],
+    allowance: int,
+    *,
+    client: Any,
+    prior_summary: str | None = None,
+    keep_recent: int = 1,
+    count: Callable[[Message], int] | None = None,
+    model: str | None = None,
+    summary_reserve: int | None = None,
+    log: MemoryLog | None = None,
+    lap: int | None = None,
+    on_failure: str = "raise",
+    retries: int = 2,
+    backoff: float = 0.5,
+) -> list[Message]:
+    """Fit ``messages`` into ``allowance`` tokens, rolling what is dropped into ONE summary.
+
+    * When everything fits (and there is at most one summary), ``messages`` comes back as it is.
+    * Otherwise every summary message in ``messages`` is taken out (its text is the prior
+      summary, unless ``prior_summary`` is given), the rest is fitted with :func:`ctxlab.fit`
+      into ``allowance - summary_reserve`` (default: a fifth of the allowance), and the
+      dropped groups and the prior summary are folded by :func:`compact` into one new summary.
+    * The new summary message goes right after the pinned head (system prompt, task). The
+      allowance pays for it: if it is longer than the room left, more groups are dropped and
+      folded in too (at most three times), so the result always fits, or
+      :class:`ctxlab.BudgetError` says why not.
+    * Each message is counted once per call (``count``, as in :func:`ctxlab.fit`).
+    * ``log`` gets a ``"summarise"`` event holding the dropped messages and the summary.
+
+    When the summariser fails (:class:`ctxlab.SummaryError`), no step is lost: a
+    ``"summary_failed"`` event keeps the messages that were to be summarised, and then
+    ``on_failure="raise"`` (the default) re-raises, leaving ``messages`` untouched, while
+    ``on_failure="trim"`` (which needs a ``log``) trims without a new summary, keeping the old
+    one, and the event holds what was dropped.
+
+    >>> import ctxlab
+    >>> history = [{"role": "system", "content": "You investigate."}, {"role": "user", "content": "Why?"}]
+    >>> for lap in range(1, 9):
+    ...     call = {"id": f"c{lap}", "type": "function", "function": {"name": "search_logs", "arguments": "{}"}}
+    ...     history += [{"role": "assistant", "content": None, "tool_calls": [call], "step": lap},
+    ...                 {"role": "tool", "tool_call_id": f"c{lap}", "content": "INFO ok\\n" * 50, "step": lap}]
+    >>> out = trim_and_summarise(history, 500, client=ctxlab.OfflineSummariser())
+    >>> [m["role"] for m in out], sum(map(is_summary, out))
+    (['system', 'user', 'user', 'assistant', 'tool', 'assistant', 'tool'], 1)
+    >>> sum(ctxlab.count_message(m) for m in out) <= 500
+    True
+    """
+    if isinstance(allowance, bool) or not isinstance(allowance, int):
+        raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
+    if on_failure not in ("raise", "trim"):
+        raise ValueError(f"on_failure must be 'raise' or 'trim', got {on_failure!r}")
+    if on_failure == "trim" and log is None:
+        raise ValueError("on_failure='trim' needs a log (a ctxlab.MemoryLog): the dropped steps are kept there")
+    counter = count or TokenCounter().message
+    known: dict[int, int] = {}
+
+    def cost(message: Message) -> int:
+        key = id(message)
+        if key not in known:
+            known[key] = counter(message)
+        return known[key]
+
+    old = [m for m in messages if is_summary(m)]
+    rest = [m for m in messages if not is_summary(m)]
+    if prior_summary is None and old:
+        prior_summary = "\n".join(summary_text(m) for m in old)
+    before = sum(cost(m) for m in messages)
+    if before <= allowance and len(old) <= 1:
+        return list(messages)
+    if lap is None:
+        lap = _last_step(messages)
+
+    reserve = allowance // 5 if summary_reserve is None else summary_reserve
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < allowance:
+        raise BudgetError(
+            f"summary_reserve must be a whole number of tokens from 0 to below the allowance "
+            f"({allowance}), got {reserve!r}",
+            needed=reserve if isinstance(reserve, int) else None,
+            available=allowance,
+        )
+
+    def fitted(candidates: Sequence[Message], room: int) -> tuple[list[Message], list[Message]]:
+        if room <= 0:
+            raise BudgetError(
+                f"the summary needs {allowance - room} tokens, which leaves nothing of the "
+                f"allowance of {allowance} for the history; raise the allowance, lower "
+                "summary_reserve, or ask the summariser for a shorter summary",
+                needed=allowance - room,
+                available=allowance,
+            )
+        try:
+            return fit(candidates, room, keep_recent=keep_recent, count=cost)
+        except BudgetError as err:
+            raise BudgetError(
+                f"{err} (The room was the allowance of {allowance} tokens minus "
+                f"{allowance - room} for the summary.)",
+                needed=err.needed,
+                available=err.available,
+            ) from None
+
+    kept, dropped = fitted(rest, allowance - reserve)
+    summarised = list(dropped)
+    text = prior_summary or ""
+    message: dict[str, Any] | None = None
+    try:
+        for _ in range(3):
+            text = compact(client, dropped, text or None, model=model, retries=retries, backoff=backoff)
+            candidate = summary_message(text, step=_last_step([*old, *summarised]))
+            if cost(candidate) <= allowance - sum(cost(m) for m in kept):
+                message = candidate
+                break
+            kept, dropped = fitted(kept, allowance - cost(candidate))
+            summarised += dropped
+        if message is None:
+            raise BudgetError(
+                f"the summary keeps outgrowing the room left for it ({cost(candidate)} tokens "
+                f"after three tries, in an allowance of {allowance}); raise summary_reserve or "
+                "the allowance, or ask the summariser for a shorter summary",
+                needed=cost(candidate),
+                available=allowance,
+            )
+    except SummaryError as err:
+        if on_failure == "raise":
+            if log is not None:
+                log.record(
+                    "summary_failed", lap=lap, tokens_before=before, tokens_after=before,
+                    messages=summarised,
+                    detail=f"summariser failed ({err.reason}); history left unchanged, "
+                    f"the {len(summarised)} messages it was to summarise are kept here",
+                    error=str(err),
+                )
+            raise
+        keep_old = old[-1:] if len(old) == 1 else []
+        room = allowance - sum(cost(m) for m in keep_old)
+        kept, dropped = fitted(rest, room)
+        out = _with_summary(kept, keep_old[0] if keep_old else None, rest)
+        log.record(  # type: ignore[union-attr]
+            "summary_failed", lap=lap, tokens_before=before, tokens_after=sum(cost(m) for m in out),
+            messages=dropped,
+            detail=f"summariser failed ({err.reason}); trimmed without a new summary, the "
+            f"{len(dropped)} dropped messages are kept here",
+            error=str(err),
+        )
+        return out
+
+    out = _with_summary(kept, message, rest)
+    if log is not None:
+        steps = sorted({m["step"] for m in summarised if isinstance(m.get("step"), int)})
+        laps = f"laps {steps[0]}-{steps[-1]}" if steps else "no laps"
+        log.record(
+            "summarise", lap=lap, tokens_before=before, tokens_after=sum(cost(m) for m in out),
+            messages=summarised,
+            detail=f"rolled {len(summarised)} messages ({laps}) into one {cost(message)}-token summary"
+            + ("; previous summary folded in" if prior_summary else ""),
+            summary=text, prior_summary=prior_summary,
+        )
+    return out
+
+
+def _with_summary(kept: list[Message], message: Message | None, rest: Sequence[Message]) -> list[Message]:
+    """``kept`` with ``message`` inserted after its pinned head: the leading turn groups that
+    hold a pinned message (the system prompt and the task, at least)."""
+    if message is None:
+        return list(kept)
+    pinned = {id(rest[i]) for i in pinned_indices(rest)}
+    head = 0
+    for start, stop in turn_group_spans(kept):
+        if not any(id(m) in pinned for m in kept[start:stop]):
+            break
+        head = stop
+    return [*kept[:head], message, *kept[head:]]
+
+
+# --- the offline summariser's rules -----------------------------------------------------------
+
+
+def _bullets_by_section(text: str) -> dict[str, list[str]]:
+    """Lines of a summary under each heading; stray lines go to FACTS."""
+    out: dict[str, list[str]] = {section: [] for section in SECTIONS}
+    current = "FACTS"
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line == SUMMARY_PREFIX:
+            continue
+        heading = line.rstrip(":").upper()
+        if line.endswith(":") and heading in out:
+            current = heading
+            continue
+        bullet = line if line.startswith("- ") else f"- {line}"
+        if bullet.lower() != "- none":
+            out[current].append(bullet)
+    return out
+
+
+def _parse_steps(text: str) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        match = _ENTRY.match(line)
+        if match:
+            entries.append({"lap": match["lap"], "head": match["rest"], "body": []})
+        elif entries:
+            entries[-1]["body"].append(line[4:] if line.startswith("    ") else line)
+    return entries
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+
+
+def _gist(body: str) -> str:
+    stripped = body.strip()
+    if stripped.startswith(("{", "[")):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            fields = [f"{k}={v}" for k, v in obj.items() if isinstance(v, (str, int, float, bool))][:6]
+            if fields:
+                return _clip(", ".join(fields), 200)
+        if isinstance(obj, list):
+            return f"a list of {len(obj)} items"
+    lines = [line.strip() for line in stripped.splitlines() if line.strip()]
+    return _clip(" | ".join(lines[:2]), 200)
+
+
+_FAILURE_BULLET = re.compile(r"^- (?P<what>.+?) failed at laps? (?P<laps>[^:]+): (?P<how>.*)$")
+
+
+def _lap_key(lap: str) -> tuple[int, str]:
+    return (int(lap), lap) if lap.isdigit() else (10**9, lap)
+
+
+def offline_summary(prompt: str) -> str:
+    """The summary :class:`ctxlab.OfflineSummariser` writes for a compaction prompt (by rules).
+
+    >>> print(offline_summary(compaction_prompt("[lap 4] assistant: Is the disk full? Checking df.")))
+    FACTS:
+    - none
+    DECISIONS:
+    - [lap 4] Is the disk full? Checking df.
+    FAILURES:
+    - none
+    USER INSTRUCTIONS:
+    - none
+    OPEN QUESTIONS:
+    - [lap 4] Is the disk full?
+    """
+    prior = ""
+    start = prompt.find(f"{PRIOR_OPENING}:")
+    if start != -1:
+        end = prompt.find(PRIOR_CLOSING, start)
+        body = prompt[start:end if end != -1 else len(prompt)]
+        prior = body.partition("\n")[2]
+    steps_at = prompt.find(STEPS_HEADING, max(start, 0))
+    steps = prompt[steps_at + len(STEPS_HEADING):] if steps_at != -1 else ""
+
+    sections = _bullets_by_section(prior)
+    failures: dict[tuple[str, str], list[str]] = {}
+    for bullet in sections.pop("FAILURES"):
+        match = _FAILURE_BULLET.match(bullet)
+        key = (match["what"], match["how"]) if match else (bullet[2:], "")
+        laps = [lap.strip() for lap in match["laps"].split(",")] if match else []
+        failures.setdefault(key, []).extend(laps)
+
+    arguments: dict[str, str] = {}
+    for entry in _parse_steps(steps):
+        lap, head, body = entry["lap"], entry["head"], "\n".join(entry["body"])
+        called = re.match(r"^assistant called (\S+) (.*) \(id ([^)]*)\)$", head)
+        result = re.match(r"^tool (\S+) \(id ([^)]*)\) (?:FAILED: (.*)|returned:)$", head)
+        said = re.match(r"^(\w+): (.*)$", head)
+        if called:
+            arguments[called[3]] = _clip(called[2], 200)
+        elif result:
+            tool, call_id, how = result[1], result[2], result[3]
+            if how is not None:
+                what = f"{tool} {arguments.get(call_id, '')}".strip()
+                failures.setdefault((what, how), []).append(lap)
+                continue
+            gist = _gist(body)
+            if gist:
+                sections["FACTS"].append(f"- [{tool}, lap {lap}] {gist}")
+            notable = [line for line in body.splitlines() if _NOTABLE.search(line)][:3]
+            sections["FACTS"] += [f"- [{tool}, lap {lap}] {_clip(line, 300)}" for line in notable]
+        elif said:
+            role, text = said[1], "\n".join([said[2], body]).strip()
+            if role == "assistant":
+                sections["DECISIONS"].append(f"- [lap {lap}] {_clip(' '.join(_sentences(text)[:2]), 300)}")
+                sections["OPEN QUESTIONS"] += [f"- [lap {lap}] {_clip(s, 200)}" for s in _sentences(text) if s.endswith("?")]
+            elif role == "user":
+                sections["USER INSTRUCTIONS"].append(f"- [lap {lap}] {_clip(text, 1000)}")
+
+    sections["FAILURES"] = [
+        f"- {what} failed at lap{'s' if len(set(laps)) > 1 else ''} "
+        f"{', '.join(sorted(set(laps), key=_lap_key)) or '?'}: {how}".replace(" : ", ": ")
+        for (what, how), laps in failures.items()
+    ]
+    lines: list[str] = []
+    for section in SECTIONS:
+        bullets = list(dict.fromkeys(sections[section]))
+        lines += [f"{section}:", *(bullets or ["- none"])]
+    return "\n".join(lines)

@@ -1,0 +1,210 @@
+"""compress and compress_history: bounded, honest about cuts, and only ever touching tool results."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxlab
+from ctxlab.compression import MIN_CHARS, stub_reference
+
+
+def call(call_id, name="read_page", **arguments):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def history(laps=10, size=3_000):
+    """A small run: system, goal, then one tool call per lap with a bulky result."""
+    messages = [
+        {"role": "system", "content": "You research.", "step": 0},
+        {"role": "user", "content": "Find the seasonal COP.", "step": 0},
+    ]
+    for lap in range(1, laps + 1):
+        messages.append({"role": "assistant", "content": f"lap {lap}", "tool_calls": [call(f"c{lap}", url=f"u{lap}")], "step": lap})
+        messages.append({"role": "tool", "tool_call_id": f"c{lap}", "content": f"page {lap}\n" + "text " * (size // 5), "step": lap})
+    return messages
+
+
+# --- compress -------------------------------------------------------------------------------
+
+
+def test_text_that_fits_is_unchanged():
+    assert ctxlab.compress("short", 200) == "short"
+    text = '{"a":  1}'
+    assert ctxlab.compress(text, 200) is text
+
+
+def test_long_text_keeps_head_and_tail_and_says_what_was_cut():
+    log = "\n".join(f"02:{m:02d} LOG routine line {m}" for m in range(60)) + "\nSUMMARY: 1 failed, 40 passed"
+    out = ctxlab.compress(log, 400)
+    assert len(out) <= 400
+    assert out.startswith("02:00 LOG routine line 0\n")
+    assert out.endswith("SUMMARY: 1 failed, 40 passed")
+    assert f"of {len(log):,} chars" in out and "lines) cut" in out
+
+
+def test_lists_keep_their_first_items_and_count_the_rest():
+    out = ctxlab.compress([{"rank": i, "title": f"paper {i}"} for i in range(50)], 600)
+    assert len(out) <= 600
+    assert '"rank": 0' in out and "more of 50 items" in out and "list items" in out
+
+
+def test_json_text_is_compressed_by_structure():
+    search = json.dumps({"query": "heat pumps", "results": [{"rank": i, "snippet": "s" * 500} for i in range(8)]}, indent=2)
+    out = ctxlab.compress(search, 800)
+    assert len(out) <= 800
+    assert out.startswith('{"query": "heat pumps", "results": [{"rank": 0')
+    assert "chars]" in out and f"[cut from {len(search):,} chars" in out
+
+
+def test_research_results_shrink_to_the_cap():
+    for message in ctxlab.load_transcript("research"):
+        if message["role"] == "tool":
+            out = ctxlab.compress(message["content"], 1_000)
+            assert len(out) <= 1_000
+            assert out == message["content"] or "cut" in out
+
+
+@pytest.mark.parametrize("max_chars", [MIN_CHARS - 1, 0, 1.5, True])
+def test_compress_refuses_a_cap_too_small_for_its_note(max_chars):
+    with pytest.raises(ValueError, match="max_chars"):
+        ctxlab.compress("x" * 1_000, max_chars)
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=300)),
+    lambda inner: st.lists(inner, max_size=30) | st.dictionaries(st.text(max_size=12), inner, max_size=12),
+    max_leaves=120,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=json_values, max_chars=st.integers(min_value=MIN_CHARS, max_value=3_000), as_text=st.booleans())
+def test_compress_never_exceeds_max_chars_and_is_deterministic(value, max_chars, as_text):
+    result = json.dumps(value) if as_text else value
+    out = ctxlab.compress(result, max_chars)
+    assert isinstance(out, str)
+    assert len(out) <= max_chars
+    assert ctxlab.compress(copy.deepcopy(result), max_chars) == out
+    original = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    if len(original) <= max_chars:
+        assert out == original
+    else:
+        assert "cut" in out  # it says so
+
+
+# --- compress_history -----------------------------------------------------------------------
+
+
+def test_age_tiers_full_then_compressed_then_reference():
+    messages = history(10)
+    with ctxlab.TrajectoryStore(run="t") as store:
+        view = ctxlab.compress_history(messages, 10, keep_full_for=2, compress_after=5, max_chars=500, store=store)
+        tiers = {}
+        for message in view:
+            if message["role"] == "tool":
+                content = message["content"]
+                tiers[message["step"]] = "ref" if stub_reference(content) else "full" if len(content) > 500 else "compressed"
+        assert tiers == {**dict.fromkeys(range(1, 5), "ref"), **dict.fromkeys(range(5, 8), "compressed"), **dict.fromkeys(range(8, 11), "full")}
+        stub = view[3]["content"]
+        assert "lap 1" in stub and 'read_page {"url": "u1"}' in stub and stub_reference(stub) in stub
+
+
+def test_only_tool_contents_change():
+    messages = history(8)
+    before = copy.deepcopy(messages)
+    with ctxlab.TrajectoryStore(run="t") as store:
+        view = ctxlab.compress_history(messages, 8, keep_full_for=1, compress_after=3, max_chars=300, store=store)
+    assert messages == before  # the input is not mutated
+    assert len(view) == len(messages)
+    for old, new in zip(messages, view, strict=True):
+        if old["role"] != "tool":
+            assert new is old
+        else:
+            assert {k: v for k, v in new.items() if k != "content"} == {k: v for k, v in old.items() if k != "content"}
+    assert ctxlab.pairs_ok(view)
+
+
+def test_recent_results_are_untouched():
+    messages = history(6)
+    view = ctxlab.compress_history(messages, 6, keep_full_for=2, max_chars=300)
+    for old, new in zip(messages, view, strict=True):
+        if old["role"] == "tool" and old["step"] >= 4:
+            assert new is old
+
+
+def test_pinned_results_and_results_without_a_lap_are_untouched():
+    messages = history(6)
+    messages[2] = {**messages[2], "pinned": True}  # lap 1's call pins its result
+    messages[5] = {k: v for k, v in messages[5].items() if k != "step"}
+    view = ctxlab.compress_history(messages, 6, keep_full_for=0, max_chars=300)
+    assert view[3] is messages[3] and view[5] is messages[5]
+    assert len(view[7]["content"]) <= 300
+
+
+def test_references_need_a_store():
+    with pytest.raises(ValueError, match="store="):
+        ctxlab.compress_history(history(3), 3, compress_after=2)
+
+
+@pytest.mark.parametrize("kwargs", [dict(step=-1), dict(keep_full_for=-1), dict(compress_after=0, keep_full_for=2), dict(max_chars=10)])
+def test_bad_options_are_refused(kwargs):
+    kwargs = {"step": 5, **kwargs}
+    with ctxlab.TrajectoryStore() as store, pytest.raises(ValueError):
+        ctxlab.compress_history(history(3), store=store, **kwargs)
+
+
+def test_a_log_records_what_changed_with_tokens_before_and_after():
+    messages = history(6)
+    log = ctxlab.events.MemoryLog()
+    with ctxlab.TrajectoryStore(run="t") as store:
+        view = ctxlab.compress_history(messages, 6, keep_full_for=1, compress_after=3, max_chars=300, store=store, log=log)
+    (event,) = log
+    assert event.kind == "compress" and event.lap == 6
+    changed = [i for i, (a, b) in enumerate(zip(messages, view, strict=True)) if a is not b]
+    assert [m["tool_call_id"] for m in event.messages] == [messages[i]["tool_call_id"] for i in changed]
+    assert list(event.messages) == [messages[i] for i in changed]  # the originals, in full
+    assert event.tokens_before == sum(ctxlab.count_message(messages[i]) for i in changed)
+    assert event.tokens_after == sum(ctxlab.count_message(view[i]) for i in changed)
+    assert [c["tier"] for c in event.data["changes"]] == ["reference"] * 2 + ["compressed"] * 2
+
+
+def test_on_the_coding_transcript_old_file_reads_shrink():
+    coding = ctxlab.load_transcript("coding")
+    with ctxlab.TrajectoryStore(run="coding") as store:
+        store.extend(coding)
+        view = ctxlab.compress_history(coding, coding[-1]["step"], compress_after=5, store=store)
+        assert ctxlab.count_messages(view) < ctxlab.count_messages(coding) / 3
+        assert ctxlab.restore(view, store) == coding
+        ctxlab.validate_messages(view)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    laps=st.integers(1, 12),
+    step=st.integers(0, 15),
+    keep_full_for=st.integers(0, 4),
+    extra=st.one_of(st.none(), st.integers(0, 5)),
+    max_chars=st.integers(MIN_CHARS, 2_000),
+)
+def test_every_reference_resolves_and_a_second_pass_changes_nothing(laps, step, keep_full_for, extra, max_chars):
+    messages = history(laps, size=1_000)
+    compress_after = None if extra is None else keep_full_for + extra
+    with ctxlab.TrajectoryStore(run="prop") as store:
+        view = ctxlab.compress_history(messages, step, keep_full_for=keep_full_for, compress_after=compress_after,
+                                       max_chars=max_chars, store=store)
+        assert ctxlab.pairs_ok(view)
+        for old, new in zip(messages, view, strict=True):
+            ref = stub_reference(new.get("content"))
+            if ref is not None:
+                assert store.resolve(ref) == old
+            if old["role"] == "tool" and step - old["step"] <= keep_full_for:
+                assert new is old
+        again = ctxlab.compress_history(view, step, keep_full_for=keep_full_for, compress_after=compress_after,
+                                        max_chars=max_chars, store=store)
+        assert again == view
+        assert ctxlab.restore(view, store) == messages

@@ -1,0 +1,252 @@
+"""The LLM client layer: the real `openai` client against a local OpenAI-compatible server.
+
+The server is the standard library's http.server on 127.0.0.1, started by each test; it answers
+each request with the next scripted behaviour (a reply, an HTTP error, a malformed body, a
+stall) and records what it received. Timeouts and backoff are tiny so the tests stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import ctxlab
+
+SUMMARY = "FACTS:\n- [search_logs, lap 3] sqlstate=55P03 lock timeout\nDECISIONS:\n- none"
+
+
+class CompatibleServer:
+    """An OpenAI-compatible /v1/chat/completions endpoint with scripted behaviours."""
+
+    def __init__(self, *behaviours):
+        self.behaviours = list(behaviours)
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep the test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append({"path": self.path, **body})
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                kind, *args = server.behaviours.pop(0) if server.behaviours else ("reply", "late")
+                if kind == "stall":
+                    server.release.wait(args[0])
+                    status, payload = 200, server.completion(body, "too late")
+                elif kind == "reply":
+                    status, payload = 200, server.completion(body, args[0])
+                elif kind == "status":
+                    status, payload = args[0], json.dumps({"error": {"message": f"scripted {args[0]}", "type": "test"}}).encode()
+                elif kind == "raw":
+                    status, payload = 200, args[0]
+                else:  # pragma: no cover - a typo in a test
+                    raise AssertionError(kind)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the client gave up (a timeout test): nothing to answer
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, address: None
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @staticmethod
+    def completion(body, text):
+        return json.dumps({
+            "id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }).encode()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.httpd.server_port}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def real_client(monkeypatch):
+    """``real_client(server, timeout=...)``: ctxlab.get_client() configured by environment."""
+    made = []
+
+    def make(server, timeout=2.0):
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("CTXLAB_SUMMARY_MODEL", "test-summary-model")
+        client = ctxlab.get_client(timeout=timeout)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+def dropped_laps():
+    incident = ctxlab.load_transcript("incident")
+    return incident[6:10]  # laps 3 and 4: the worker log with the finding, and the next window
+
+
+PRIOR = "FACTS:\n- [get_job_runs, lap 1] run nce-20240611-020000 failed at extract_orders"
+
+
+# --- choosing the client -------------------------------------------------------------------------
+
+
+def test_without_a_key_the_offline_summariser_is_used_and_openai_is_not_imported():
+    code = (
+        "import os, sys, ctxlab; os.environ.pop('OPENAI_API_KEY', None); "
+        "c = ctxlab.get_client(); print(type(c).__name__, 'openai' in sys.modules); "
+        "print(ctxlab.describe_client())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin"}).stdout.splitlines()
+    assert out[0] == "OfflineSummariser False"
+    assert out[1].startswith("offline summariser")
+
+
+def test_with_a_key_the_real_client_honours_base_url_and_model(real_client):
+    import openai
+
+    with CompatibleServer() as server:
+        client = real_client(server)
+        assert isinstance(client, openai.OpenAI)
+        assert str(client.base_url).rstrip("/") == server.base_url
+        assert ctxlab.summary_model() == "test-summary-model"
+        assert server.base_url in ctxlab.describe_client(client)
+        assert "test-summary-model" in ctxlab.describe_client()
+
+
+def test_the_request_carries_the_roll_up_prompt_temperature_zero_and_the_model(real_client):
+    with CompatibleServer(("reply", SUMMARY)) as server:
+        client = real_client(server)
+        summary = ctxlab.compact(client, dropped_laps(), PRIOR)
+    assert summary == SUMMARY
+    (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["model"] == "test-summary-model"
+    assert request["temperature"] == 0
+    assert server.headers[0]["authorization"] == "Bearer test-key"
+    (message,) = request["messages"]
+    assert message == {"role": "user", "content": ctxlab.compaction_prompt(ctxlab.render_steps(dropped_laps()), PRIOR)}
+    prompt = message["content"]
+    assert PRIOR in prompt  # rolled up: the prior summary is folded into the one request
+    assert "every tool call that failed" in prompt and "with the tool and the lap" in prompt
+    assert "sqlstate=55P03" in prompt  # the dropped steps themselves, results included
+
+
+def test_an_explicit_model_wins_over_the_setting(real_client):
+    with CompatibleServer(("reply", SUMMARY)) as server:
+        ctxlab.compact(real_client(server), dropped_laps(), model="local-llama")
+    assert server.requests[0]["model"] == "local-llama"
+
+
+# --- retry, then a clear error ---------------------------------------------------------------------
+
+FAILURES = {
+    "rate_limited": ("status", 429),
+    "server_error": ("status", 500),
+    "malformed_reply": ("raw", b"{this is not json"),
+    "timeout": ("stall", 1.5),
+}
+
+
+@pytest.mark.parametrize("reason", FAILURES)
+def test_a_passing_failure_is_retried(reason, real_client):
+    with CompatibleServer(FAILURES[reason], ("reply", SUMMARY)) as server:
+        client = real_client(server, timeout=0.3)
+        assert ctxlab.compact(client, dropped_laps(), backoff=0.01) == SUMMARY
+    assert len(server.requests) == 2
+    assert server.requests[0]["messages"] == server.requests[1]["messages"]
+
+
+@pytest.mark.parametrize("reason", FAILURES)
+def test_a_lasting_failure_ends_in_a_clear_summary_error(reason, real_client):
+    with CompatibleServer(*[FAILURES[reason]] * 3) as server:
+        client = real_client(server, timeout=0.3)
+        with pytest.raises(ctxlab.SummaryError) as err:
+            ctxlab.compact(client, dropped_laps(), retries=2, backoff=0.01)
+    assert len(server.requests) == 3
+    assert err.value.attempts == 3 and err.value.reason == reason
+    text = str(err.value)
+    assert "failed 3 times" in text and reason in text and "Nothing was changed" in text
+    assert isinstance(err.value, ctxlab.CtxlabError)
+
+
+def test_a_reply_without_choices_is_malformed(real_client):
+    with CompatibleServer(("raw", b'{"id": "x", "object": "chat.completion"}'), ("reply", SUMMARY)) as server:
+        assert ctxlab.compact(real_client(server), dropped_laps(), backoff=0.01) == SUMMARY
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("status, hint", [(401, "OPENAI_API_KEY"), (404, "CTXLAB_SUMMARY_MODEL"), (400, "refused")])
+def test_a_refused_request_is_not_retried(status, hint, real_client):
+    with CompatibleServer(("status", status), ("reply", SUMMARY)) as server, pytest.raises(ctxlab.SummaryError) as err:
+        ctxlab.compact(real_client(server), dropped_laps(), backoff=0.01)
+    assert len(server.requests) == 1
+    assert err.value.reason == "refused" and err.value.attempts == 1
+    assert hint in str(err.value)
+
+
+def test_retries_are_bounded_with_growing_backoff(monkeypatch):
+    pauses = []
+    monkeypatch.setattr("ctxlab.llm.time.sleep", pauses.append)
+    client = ctxlab.ScriptedClient([TimeoutError("stalled")] * 5)
+    with pytest.raises(ctxlab.SummaryError):
+        ctxlab.complete(client, [{"role": "user", "content": "x"}], model="m", retries=4, backoff=0.5, max_backoff=3)
+    assert pauses == [0.5, 1.0, 2.0, 3]
+    assert len(client.requests) == 5
+
+
+def test_a_bug_in_the_caller_is_not_disguised_as_a_summary_error():
+    client = ctxlab.ScriptedClient([KeyError("oops")])
+    with pytest.raises(KeyError):
+        ctxlab.complete(client, [{"role": "user", "content": "x"}], model="m")
+
+
+# --- a failing server inside trim-and-summarise: nothing is lost -----------------------------
+
+
+def test_trim_and_summarise_keeps_every_step_when_the_server_keeps_failing(real_client):
+    incident = ctxlab.load_transcript("incident")[:20]
+    snapshot = json.dumps(incident)
+    log = ctxlab.MemoryLog()
+    with CompatibleServer(*[("status", 503)] * 6) as server:
+        client = real_client(server)
+        with pytest.raises(ctxlab.SummaryError):
+            ctxlab.trim_and_summarise(incident, 8_000, client=client, log=log, backoff=0.01)
+        assert json.dumps(incident) == snapshot  # the history is untouched
+        (failed,) = log.filter("summary_failed")
+        assert failed.messages and all(m in incident for m in failed.messages)
+
+        out = ctxlab.trim_and_summarise(incident, 8_000, client=client, log=log, backoff=0.01, on_failure="trim")
+    assert len(server.requests) == 6
+    assert not any(map(ctxlab.is_summary, out))
+    assert sum(ctxlab.count_message(m) for m in out) <= 8_000
+    second = log.filter("summary_failed")[1]
+    assert [m for m in incident if m not in out] == list(second.messages)  # every dropped step is in the log
+    assert "kept here" in second.detail
