@@ -1,0 +1,410 @@
+"""``python -m autograder grade SUBMISSIONS``: grade a whole class, in parallel, safely.
+
+One command takes a folder of submissions (nbgrader's layout, one folder per student, or one
+zip archive per student: see :mod:`autograder.intake`), grades every lesson of every student
+with nbgrader, and writes to ``--out`` (default ``grading-output/``):
+
+======================================  ==========================================================
+``grades.csv``                          one row per student and lesson (see :mod:`autograder.report`)
+``summary.md``                          who failed what and why; what needs the instructor's look
+``feedback/<student>/...``              feedback pages without hidden tests (:mod:`autograder.feedback`)
+``gradebook.db``                        one nbgrader gradebook with every student, merged
+``autograded/<student>/<lesson>/``      the executed notebooks (instructors only: they hold hidden tests)
+``students/<student>.json`` and ``.db`` each student's results, kept so a re-run resumes
+======================================  ==========================================================
+
+Students are graded by parallel workers (``--jobs``), each with its own gradebook; learners'
+code runs only in sandboxed kernels (:mod:`autograder.sandbox`) under per-cell time, memory and
+output limits. The submissions are only read. A student whose submission, lessons and options
+are unchanged since the last run is not graded again, so an interrupted run resumes where it
+stopped and a re-run gives the same grades.
+
+Exit status: 0 when grading ran (whatever the scores), 1 when some students could not be graded
+(the summary says which and why; fix it and run again), 2 when grading could not start (the
+message says what to fix), 130 when interrupted.
+
+>>> parse_lessons(["01-budget,02-trimming", "03-summarising"])
+['01-budget', '02-trimming', '03-summarising']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .feedback import write_feedback
+from .gradebooks import GradebookError, check_gradebook, merge_gradebooks
+from .intake import IntakeError, Submission, collect
+from .notebook import read_notebook
+from .pool import WorkerPool
+from .progress import Progress, duration
+from .report import attention, grades_csv, summary_markdown
+from .sandbox import Limits, Sandbox, SandboxUnavailable, default_readonly_paths, probe
+from .template import PACKAGE_PARENT, Lesson, TemplateError, build_template
+
+__all__ = ["GradeOptions", "grade_class", "register", "parse_lessons", "GRADER_VERSION", "GradingRefused"]
+
+GRADER_VERSION = "1"
+GUARD_FILE = Path(__file__).resolve().parent / "kernel_guard.py"
+
+
+class GradingRefused(RuntimeError):
+    """Grading cannot start; the message says what to fix."""
+
+
+@dataclass
+class GradeOptions:
+    """Everything that decides how a class is graded."""
+
+    submissions: Path
+    out: Path = Path("grading-output")
+    course: Path = Path(".")
+    lessons: list[str] | None = None
+    jobs: int = 0
+    limits: Limits = Limits()
+    sandbox: bool = True
+    guard: bool = True
+    strict_asserts: bool = True
+    student_timeout: int = 0
+    fresh: bool = False
+    quiet: bool = False
+
+    def key(self, lessons: dict[str, Lesson]) -> str:
+        """What a kept result must match to be reused (the submission's digest is added to it)."""
+        decisive = {
+            "version": GRADER_VERSION, "limits": asdict(self.limits), "sandbox": self.sandbox,
+            "guard": self.guard, "strict": self.strict_asserts,
+            "lessons": {name: lesson.digest for name, lesson in sorted(lessons.items())},
+        }
+        return hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()
+
+
+def parse_lessons(values: list[str] | None) -> list[str] | None:
+    """``--lessons`` values, comma-separated or repeated, as one list."""
+    if not values:
+        return None
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def _write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _failed_result(submission: Submission, lessons: dict[str, Lesson], reason: str) -> dict:
+    return {
+        name: {"status": "error", "score": 0.0, "max_score": lesson.max_score, "tests": [],
+               "notes": [reason], "events": [], "origin": submission.entries[name].origin}
+        for name, lesson in lessons.items()
+    }
+
+
+class _Grader:
+    def __init__(self, options: GradeOptions, lessons: dict[str, Lesson], sandbox: Sandbox, template: Path):
+        self.options, self.lessons, self.sandbox, self.template = options, lessons, sandbox, template
+        self.out = options.out
+        self.key = options.key(lessons)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(PACKAGE_PARENT), env.get("PYTHONPATH", "")] if p)
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        self.pool = WorkerPool(options.jobs or os.cpu_count() or 1, self.out / "work", env)
+
+    def kept(self, submission: Submission) -> dict | None:
+        """The result of an earlier run for this exact submission, if it is still valid."""
+        path = self.out / "students" / f"{submission.student}.json"
+        if self.options.fresh or not path.exists():
+            return None
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if result.get("key") != self.key or result.get("digest") != submission.digest():
+            return None
+        if result.get("gradebook"):
+            try:
+                check_gradebook(self.out / "students" / f"{submission.student}.db",
+                                self.template / "root" / "gradebook.db", submission.student)
+            except GradebookError:
+                return None
+        return result
+
+    def job(self, submission: Submission) -> Path:
+        work = self.out / "work" / submission.student
+        if work.exists():
+            shutil.rmtree(work)  # what an interrupted run left behind
+        (work / "raw").mkdir(parents=True)
+        specs = {}
+        for name, entry in submission.entries.items():
+            spec = {"origin": entry.origin, "timestamp": entry.timestamp, "raw": None, "problem": entry.problem,
+                    "status": entry.status}
+            if entry.data is not None:
+                raw = work / "raw" / f"{name}.ipynb"
+                raw.write_bytes(entry.data)
+                spec["raw"] = str(raw)
+            specs[name] = spec
+        # Kernel sockets live in a short private folder of the system's temporary space: Unix socket
+        # paths are limited to about 100 characters, and the sandbox sees this folder's name.
+        runtime = tempfile.mkdtemp(prefix="ctxlab-kernels-")
+        job = {
+            "student": submission.student, "root": str(work / "root"), "template": str(self.template),
+            "runtime": runtime,
+            "lessons": specs, "result": str(work / "result.json"),
+            "options": {
+                "limits": asdict(self.options.limits), "sandbox": self.sandbox.isolated,
+                "readonly": list(self.sandbox.readonly), "guard_file": self.sandbox.guard_file,
+                "guard": self.options.guard, "strict_asserts": self.options.strict_asserts,
+            },
+        }
+        _write_json(work / "job.json", job)
+        return work
+
+    def grade(self, submission: Submission, progress: Progress) -> dict:
+        """Grade ``submission`` on a free worker; store and return its result."""
+        if all(entry.data is None for entry in submission.entries.values()):
+            return self.nothing_to_run(submission)
+        if self.pool.stopping:
+            raise KeyboardInterrupt
+        work = self.job(submission)
+        progress.started_one()
+        try:
+            code = self.pool.run(work / "job.json", self.options.student_timeout or None)
+        finally:
+            shutil.rmtree(json.loads((work / "job.json").read_text())["runtime"], ignore_errors=True)
+        if self.pool.stopping:
+            raise KeyboardInterrupt
+        return self.store(submission, work, code)
+
+    def nothing_to_run(self, submission: Submission) -> dict:
+        """The result for a student none of whose notebooks can be read: zero, with the reasons."""
+        lessons = {}
+        for name, entry in submission.entries.items():
+            lessons[name] = {"status": entry.status, "score": 0.0, "max_score": self.lessons[name].max_score,
+                             "tests": [], "notes": [entry.problem or "nothing to grade"], "events": [],
+                             "origin": entry.origin}
+        for name, result in lessons.items():
+            result["beside"] = submission.entries[name].beside()
+        record = {"student": submission.student, "origin": submission.origin, "digest": submission.digest(),
+                  "key": self.key, "intake_notes": submission.notes, "lessons": lessons, "gradebook": None}
+        _write_json(self.out / "students" / f"{submission.student}.json", record)
+        return record
+
+    def store(self, submission: Submission, work: Path, code: int | None) -> dict:
+        result_path = work / "result.json"
+        gradebook = None
+        if code is None:
+            lessons = _failed_result(submission, self.lessons, (
+                f"grading this student took longer than {self.options.student_timeout} s and was stopped; "
+                "raise --student-timeout or lower --cell-timeout, then run again"))
+        elif code != 0 or not result_path.exists():
+            log = work / "worker.log"
+            tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.exists() else ""
+            died = f" (it exited with status {code})" if code else ""
+            lessons = _failed_result(submission, self.lessons,
+                                     f"the grading worker failed{died}; see {log} and the worker logs in "
+                                     f"{self.out / 'work'}:\n{tail}")
+        else:
+            raw = json.loads(result_path.read_text(encoding="utf-8"))
+            lessons = raw["lessons"]
+            try:
+                check_gradebook(Path(raw["gradebook"]), self.template / "root" / "gradebook.db", submission.student)
+                gradebook = self.out / "students" / f"{submission.student}.db"
+                gradebook.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(raw["gradebook"], gradebook)
+            except GradebookError as err:
+                lessons = _failed_result(submission, self.lessons, f"the student's gradebook was rejected: {err}")
+            for name, result in lessons.items():
+                source = result.pop("autograded", None)
+                if source and Path(source).exists() and result["status"] == "graded":
+                    target = self.out / "autograded" / submission.student / name / Path(source).name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(source, target)
+        for name, result in lessons.items():
+            result["beside"] = submission.entries[name].beside()
+        record = {
+            "student": submission.student, "origin": submission.origin, "digest": submission.digest(),
+            "key": self.key, "intake_notes": submission.notes, "lessons": lessons,
+            "gradebook": str(gradebook) if gradebook else None,
+        }
+        if code == 0 and gradebook is not None and all(r["status"] != "error" for r in lessons.values()):
+            _write_json(self.out / "students" / f"{submission.student}.json", record)
+            shutil.rmtree(work, ignore_errors=True)
+        return record
+
+
+def _headline(result: dict) -> str:
+    parts = []
+    for name, lesson in sorted(result["lessons"].items()):
+        mark = "" if lesson["status"] == "graded" else f" {lesson['status']}"
+        parts.append(f"{name} {lesson['score']:g}/{lesson['max_score']:g}{mark}{' (see summary)' if attention(lesson) else ''}")
+    return ", ".join(parts)
+
+
+def grade_class(options: GradeOptions, *, log=print) -> int:
+    """Grade every submission; write the outputs; return the exit status (see the module doc)."""
+    submissions, out, course = options.submissions.resolve(), options.out.resolve(), options.course.resolve()
+    if not submissions.is_dir():
+        raise GradingRefused(f"{options.submissions} is not a folder of submissions")
+    if _inside(out, submissions) or _inside(submissions, out):
+        raise GradingRefused(f"the output folder {options.out} and the submissions {options.submissions} "
+                             "must not contain each other: choose another --out")
+    if not (course / "nbgrader_config.py").exists():
+        raise GradingRefused(f"{course} is not a course root (no nbgrader_config.py); run from the repository "
+                             "root or pass --course")
+    options.out = out
+    out.mkdir(parents=True, exist_ok=True)
+    sandbox = Sandbox(isolated=options.sandbox, readonly=default_readonly_paths(), guard_file=str(GUARD_FILE),
+                      limits=options.limits)
+    if options.sandbox:
+        probe(sandbox, [course / "solutions", out, submissions])
+    else:
+        log("WARNING: --no-sandbox: learners' code runs with your own rights; it can read the solutions "
+            "and change grades. Use this only for submissions you trust.", file=sys.stderr)
+    template = out / "template"
+    lessons = build_template(course, template, options.lessons, log=lambda m: log(m, file=sys.stderr))
+    students, intake_notes = collect(submissions, {name: lesson.filename for name, lesson in lessons.items()})
+    if not students:
+        raise GradingRefused(f"no submissions in {options.submissions}: expected one folder or one .zip archive "
+                             "per student")
+    for submission in students:  # a file that is not a notebook at all needs no worker
+        for entry in submission.entries.values():
+            if entry.data is not None:
+                notebook, notes = read_notebook(entry.data)
+                if notebook is None:
+                    entry.data, entry.problem = None, notes[0]
+    grader = _Grader(options, lessons, sandbox, template)
+    results: dict[str, dict] = {}
+    todo = []
+    for submission in students:
+        kept = grader.kept(submission)
+        if kept is not None:
+            results[submission.student] = kept
+        else:
+            todo.append(submission)
+    if results:
+        log(f"kept {len(results)} student(s) graded by an earlier run with the same submissions and options "
+            "(--fresh regrades them)", file=sys.stderr)
+    jobs = len(grader.pool.workers)
+    progress = Progress(len(students), enabled=not options.quiet)
+    progress.done = len(results)
+    started = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(grader.grade, s, progress): s for s in todo}
+        for future in as_completed(futures):
+            record = future.result()
+            results[record["student"]] = record
+            progress.finished(record["student"], _headline(record))
+    except KeyboardInterrupt:
+        grader.pool.stop_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+        log(f"interrupted: {sum(1 for r in results.values() if r.get('gradebook'))} of {len(students)} students "
+            "are graded and kept; run the same command again to grade the rest", file=sys.stderr)
+        return 130
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        grader.pool.close()
+    progress.close()
+    _write_outputs(out, results, lessons, template, intake_notes, options, time.monotonic() - started)
+    failed = sorted(s for s, r in results.items() if any(x["status"] == "error" for x in r["lessons"].values()))
+    log(f"graded {len(results)} students in {duration(time.monotonic() - started)}: {out / 'grades.csv'}, "
+        f"{out / 'summary.md'}, {out / 'feedback'}")
+    if failed:
+        log(f"grading failed for {len(failed)} student(s): {', '.join(failed)}; see {out / 'summary.md'} for why, "
+            "fix it and run the same command again (the others are kept)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_outputs(out: Path, results: dict, lessons: dict[str, Lesson], template: Path, intake_notes: list[str],
+                   options: GradeOptions, elapsed: float) -> None:
+    header = [
+        f"{len(results)} students, lessons {', '.join(sorted(lessons))}. "
+        f"Limits per kernel: {options.limits.cell_timeout} s per cell, {options.limits.memory_mb} MB of memory, "
+        f"{options.limits.output_bytes:,} bytes of output per cell.",
+    ]
+    if not options.sandbox:
+        header.append("**Graded WITHOUT isolation (--no-sandbox): learners' code ran with the grader's rights.**")
+    header += [f"- {note}" for note in intake_notes]
+    (out / "grades.csv").write_text(grades_csv(results), encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown(results, header=header), encoding="utf-8")
+    feedback = out / "feedback"
+    if feedback.exists():
+        shutil.rmtree(feedback)
+    for student, record in results.items():
+        write_feedback(feedback, student, record["lessons"], lessons)
+    gradebooks = {s: Path(r["gradebook"]) for s, r in results.items() if r.get("gradebook")}
+    merge_gradebooks(template / "root" / "gradebook.db", gradebooks, out / "gradebook.db")
+    work = out / "work"
+    for log in work.glob("worker-*.log"):
+        if log.stat().st_size == 0:
+            log.unlink()
+    if work.exists() and not any(work.iterdir()):
+        work.rmdir()
+
+
+def register(commands) -> None:
+    """Add ``grade SUBMISSIONS`` to the command line."""
+    parser = commands.add_parser(
+        "grade", help="grade a class's submissions with nbgrader, in parallel, in a sandbox",
+        description="Grade every lesson of every student in SUBMISSIONS (a folder holding one folder or one "
+                    ".zip archive per student). See autograder/README.md.",
+    )
+    parser.add_argument("submissions", type=Path, help="folder of submissions")
+    parser.add_argument("--out", type=Path, default=Path("grading-output"),
+                        help="output folder (default: grading-output)")
+    parser.add_argument("--course", type=Path, default=Path("."), help="the course root (default: here)")
+    parser.add_argument("--lessons", action="append", metavar="LESSON[,LESSON]",
+                        help="grade only these lessons (default: every lesson in solutions/)")
+    parser.add_argument("--jobs", "-j", type=int, default=0, help="students graded at once (default: CPUs)")
+    parser.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default: 60)")
+    parser.add_argument("--memory", type=int, default=2048, help="MB of memory per kernel (default: 2048)")
+    parser.add_argument("--max-output", type=int, default=1_000_000,
+                        help="bytes of output kept per cell (default: 1000000)")
+    parser.add_argument("--student-timeout", type=int, default=3600,
+                        help="seconds one student's whole grading may take (default: 3600)")
+    parser.add_argument("--fresh", action="store_true", help="regrade everyone, ignoring an earlier run's results")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run learners' code WITHOUT isolation (only for submissions you trust)")
+    parser.add_argument("--no-strict-asserts", action="store_true",
+                        help="let `assert a == b` in tests use the learner's __eq__ (see the README)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    options = GradeOptions(
+        submissions=args.submissions, out=args.out, course=args.course, lessons=parse_lessons(args.lessons),
+        jobs=args.jobs, limits=Limits(cell_timeout=args.cell_timeout, memory_mb=args.memory,
+                                      output_bytes=args.max_output),
+        sandbox=not args.no_sandbox, strict_asserts=not args.no_strict_asserts,
+        student_timeout=args.student_timeout, fresh=args.fresh, quiet=args.quiet,
+    )
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return grade_class(options)
+    except SandboxUnavailable as err:
+        print(f"error: refusing to grade without isolation: {err}", file=sys.stderr)
+    except (GradingRefused, IntakeError, TemplateError) as err:
+        print(f"error: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted before grading started", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 2

@@ -1,0 +1,88 @@
+"""Check each student's private gradebook, then merge them into one nbgrader gradebook.
+
+Every worker grades into its own copy of the template gradebook (nbgrader's SQLite database),
+so parallel workers never contend for a lock. Before a copy is trusted, :func:`check_gradebook`
+makes sure it is a sound database, that the course part (lessons, notebooks, cells, max scores,
+hidden test sources) is exactly the template's, that it holds only that student, and that every
+score lies between 0 and the cell's maximum. :func:`merge_gradebooks` then copies the
+template and adds each student's rows; nbgrader ids are UUIDs, so rows never collide. The
+result works with ``nbgrader export``, ``formgrader`` and ``generate_feedback``.
+
+>>> STUDENT_TABLES
+('student', 'submitted_assignment', 'submitted_notebook', 'grade', 'comment')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+__all__ = ["GradebookError", "check_gradebook", "merge_gradebooks", "COURSE_TABLES", "STUDENT_TABLES"]
+
+COURSE_TABLES = ("course", "assignment", "notebook", "base_cell", "source_cell", "grade_cells",
+                 "solution_cells", "task_cells", "alembic_version")
+STUDENT_TABLES = ("student", "submitted_assignment", "submitted_notebook", "grade", "comment")
+
+
+class GradebookError(RuntimeError):
+    """A private gradebook is not what the grader wrote; the message says what is wrong."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def _table_digest(db: sqlite3.Connection, table: str) -> str:
+    rows = sorted(repr(row) for row in db.execute(f"SELECT * FROM {table}"))  # noqa: S608 (fixed names)
+    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+def check_gradebook(path: Path, template: Path, student: str) -> None:
+    """Raise :class:`GradebookError` unless ``path`` is a sound gradebook for ``student`` only."""
+    try:
+        with closing(_connect(path)) as db, closing(_connect(template)) as reference:
+            if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                raise GradebookError(f"{path} is damaged (SQLite integrity check failed)")
+            for table in COURSE_TABLES:
+                if _table_digest(db, table) != _table_digest(reference, table):
+                    raise GradebookError(f"{path}: the course table {table!r} differs from the template")
+            students = {row[0] for row in db.execute("SELECT id FROM student")}
+            if students - {student}:
+                raise GradebookError(f"{path} holds other students: {sorted(students - {student})}")
+            owners = {row[0] for row in db.execute("SELECT student_id FROM submitted_assignment")}
+            if owners - {student}:
+                raise GradebookError(f"{path} holds submissions of {sorted(owners - {student})}")
+            bad = db.execute(
+                "SELECT g.id, g.auto_score, c.max_score FROM grade g JOIN grade_cells c ON g.cell_id = c.id "
+                "WHERE g.auto_score IS NOT NULL AND (g.auto_score < 0 OR g.auto_score > c.max_score)"
+            ).fetchall()
+            if bad:
+                raise GradebookError(f"{path} holds scores outside [0, max]: {bad[:3]}")
+            orphans = db.execute(
+                "SELECT COUNT(*) FROM grade WHERE notebook_id NOT IN (SELECT id FROM submitted_notebook)"
+            ).fetchone()[0]
+            if orphans:
+                raise GradebookError(f"{path} holds {orphans} grades of no submitted notebook")
+    except sqlite3.DatabaseError as err:
+        raise GradebookError(f"{path} is not a readable gradebook: {err}") from None
+
+
+def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> None:
+    """Write ``dest``: the template gradebook plus the rows of each student's gradebook."""
+    tmp = dest.with_suffix(".tmp")
+    shutil.copy(template, tmp)
+    with closing(sqlite3.connect(f"file:{tmp}", uri=True)) as db:
+        for _student, path in sorted(students.items()):
+            db.execute("ATTACH DATABASE ? AS s", (f"file:{path}?mode=ro",))
+            try:
+                for table in STUDENT_TABLES:
+                    db.execute(f"INSERT INTO main.{table} SELECT * FROM s.{table}")  # noqa: S608
+                db.commit()
+            finally:
+                db.execute("DETACH DATABASE s")
+        if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+            raise GradebookError(f"the merged gradebook {tmp} failed SQLite's integrity check")
+    tmp.replace(dest)

@@ -1,0 +1,274 @@
+"""`python -m autograder grade`, for real: a class of hostile and broken submissions of lesson
+01-budget graded in one run (see tests/hostile/cases.py), then an interrupted run resumed.
+
+Every case must end with the score its honest part deserves, a clear note in the summary, the
+rest of the batch graded, the gradebook intact, and the submissions untouched.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from hostile import require_sandbox
+from hostile.cases import CASES, LESSON, NOTEBOOK, Paths
+from support.pipeline import REPO, offline_env, solution_sources
+
+pytestmark = [pytest.mark.slow]
+
+GRADE_OPTIONS = ["--lessons", LESSON, "--jobs", "2", "--cell-timeout", "10", "--memory", "1024", "--quiet"]
+
+
+def run_grader(submissions: Path, out: Path, *extra: str, env=None, wait=True):
+    command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+               "--course", str(REPO), *GRADE_OPTIONS, *extra]
+    kwargs = dict(cwd=REPO, env=env or offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return subprocess.Popen(command, start_new_session=True, **kwargs)
+    return subprocess.run(command, timeout=600, check=False, **kwargs)
+
+
+def released_and_answers():
+    released = json.loads((REPO / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    answers = solution_sources(json.loads((REPO / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8")))
+    return released, answers
+
+
+def write_submission(folder: Path, case, content) -> None:
+    if case.symlink_to:
+        (folder / case.student).mkdir()
+        (folder / case.student / NOTEBOOK).symlink_to(REPO / case.symlink_to)
+        return
+    data = content if isinstance(content, bytes) else json.dumps(content, indent=1).encode()
+    if case.layout == "zip":
+        with zipfile.ZipFile(folder / f"{case.student}.zip", "w") as archive:
+            archive.writestr(f"{case.student}-submission/{LESSON}/{NOTEBOOK}", data)
+    elif case.layout == "flat":
+        (folder / case.student).mkdir()
+        (folder / case.student / NOTEBOOK).write_bytes(data)
+    else:
+        (folder / case.student / LESSON).mkdir(parents=True)
+        (folder / case.student / LESSON / NOTEBOOK).write_bytes(data)
+
+
+def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
+    """Every path under ``folder`` with the hash of its content (or link target) and mtime."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        if path.is_symlink():
+            digest = "link:" + os.readlink(path)
+        elif path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            digest = "dir"
+        found[str(path.relative_to(folder))] = (digest, info.st_mtime_ns)
+    return found
+
+
+class Listener:
+    """A TCP server on the grader's loopback that records any connection (there must be none)."""
+
+    def __init__(self):
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen()
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while self.running:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self.running = False
+        self.thread.join()
+        self.server.close()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    require_sandbox()
+    base = tmp_path_factory.mktemp("class")
+    submissions, out = base / "submissions", base / "out"
+    submissions.mkdir()
+    listener = Listener()
+    paths = Paths(course=str(REPO), out=str(out), submissions=str(submissions), port=listener.port)
+    released, answers = released_and_answers()
+    for case in CASES:
+        write_submission(submissions, case, case.build(released, answers, paths))
+    (submissions / "README.txt").write_text("exported from the course's LMS")
+    before = snapshot(submissions)
+    started = time.monotonic()
+    result = run_grader(submissions, out)
+    elapsed = time.monotonic() - started
+    listener.close()
+    students = {p.stem: json.loads(p.read_text()) for p in (out / "students").glob("*.json")}
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    return {
+        "result": result, "elapsed": elapsed, "out": out, "submissions": submissions, "before": before,
+        "students": students, "rows": rows, "summary": (out / "summary.md").read_text(), "listener": listener,
+    }
+
+
+def test_grading_ran_and_exited_zero(graded):
+    result = graded["result"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "graded" in result.stdout and "grades.csv" in result.stdout
+    assert sorted(graded["students"]) == sorted(case.student for case in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
+def test_each_submission_gets_what_its_honest_part_deserves(case, graded):
+    lesson = graded["students"][case.student]["lessons"][LESSON]
+    tests = {t["grade_id"]: t for t in lesson["tests"]}
+    if case.expect in ("unreadable", "missing"):
+        assert lesson["status"] == case.expect and lesson["score"] == 0
+        return
+    assert lesson["status"] == "graded", lesson["notes"]
+    assert tests and lesson["max_score"] == sum(t["points"] for t in tests.values())
+    for grade_id, test in tests.items():
+        lost = case.expect == "count-chat-zero" and grade_id.startswith("count-chat")
+        want = 0 if lost else test["points"]
+        assert test["score"] == want, f"{case.student}: {grade_id} scored {test['score']}, deserves {want}: {test['error']}"
+    row = next(r for r in graded["rows"] if r["student"] == case.student)
+    assert float(row["score"]) == lesson["score"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.notes], ids=[c.student for c in CASES if c.notes])
+def test_each_hostile_submission_has_a_clear_note_in_the_summary(case, graded):
+    summary = graded["summary"]
+    section = re.search(rf"- \*\*{re.escape(case.student)}\*\*.*?(?=\n- \*\*|\n## )", summary, re.S)
+    assert section, f"{case.student} is not listed under 'Needs your attention'"
+    for pattern in case.notes:
+        assert re.search(pattern, section.group(0)), f"{case.student}: no note matching {pattern!r} in:\n{section.group(0)}"
+    row = next(r for r in graded["rows"] if r["student"] == case.student)
+    assert row["attention"] == "yes"
+
+
+def test_the_honest_student_needs_no_attention(graded):
+    row = next(r for r in graded["rows"] if r["student"] == "honest")
+    assert (row["score"], row["max_score"], row["status"], row["attention"]) == ("17", "17", "graded", "no")
+
+
+def test_the_submissions_were_not_modified(graded):
+    assert snapshot(graded["submissions"]) == graded["before"]
+
+
+def test_escape_attempts_reached_nothing(graded):
+    assert graded["listener"].connections == 0
+    events = [e for e in graded["students"]["escape"]["lessons"][LESSON]["events"] if e["kind"] == "cell_error"]
+    assert len(events) == 7, events  # every attempt failed with an error
+    gradebook = graded["out"] / "gradebook.db"
+    with sqlite3.connect(gradebook) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_the_merged_gradebook_is_intact_and_agrees_with_the_csv(graded):
+    from nbgrader.api import Gradebook
+
+    out = graded["out"]
+    with sqlite3.connect(out / "gradebook.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
+        for row in graded["rows"]:
+            if graded["students"][row["student"]]["gradebook"] is None:
+                assert row["status"] in ("unreadable", "missing")
+                continue
+            submission = gradebook.find_submission(LESSON, row["student"])
+            assert submission.score == float(row["score"]), row["student"]
+            assert submission.max_score == float(row["max_score"])
+
+
+def test_feedback_shows_no_hidden_test(graded):
+    solution = json.loads((REPO / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in solution["cells"]]
+    hidden = [line.strip() for source in sources
+              for block in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S)
+              for line in block.splitlines() if len(line.strip()) > 20]
+    assert hidden
+    pages = list((graded["out"] / "feedback").rglob("*.html"))
+    assert len(pages) == 2 * len(CASES)
+    for page in pages:
+        text = html.unescape(page.read_text(encoding="utf-8"))
+        for line in hidden:
+            assert line not in text, f"{page} shows the hidden line {line!r}"
+    tampered = (graded["out"] / "feedback" / "tampered-tests" / "index.html").read_text(encoding="utf-8")
+    assert "count-chat-visible" in tampered and "failed" in tampered
+
+
+def test_a_second_run_keeps_every_grade(graded):
+    out = graded["out"]
+    before = (out / "grades.csv").read_text()
+    started = time.monotonic()
+    result = run_grader(graded["submissions"], out)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"kept {len(CASES)} student(s)" in result.stderr
+    assert (out / "grades.csv").read_text() == before
+    assert time.monotonic() - started < 60
+
+
+def test_the_batch_stays_within_its_time_budget(graded):
+    assert graded["elapsed"] < 240, f"grading the hostile class took {graded['elapsed']:.0f} s"
+
+
+def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path):
+    require_sandbox()
+    submissions, out = tmp_path / "submissions", tmp_path / "out"
+    released, answers = released_and_answers()
+    from hostile.cases import solved
+
+    for student in ("ann", "ben"):
+        (submissions / student / LESSON).mkdir(parents=True)
+        (submissions / student / LESSON / NOTEBOOK).write_text(json.dumps(solved(released, answers)))
+    process = run_grader(submissions, out, "--jobs", "1", wait=False)
+    deadline = time.monotonic() + 300
+    while not (out / "students" / "ann.json").exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert process.poll() is None, "the run ended before it could be interrupted"
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "run the same command again" in stderr
+    assert not (out / "students" / "ben.json").exists()
+    runtime = json.loads((out / "work" / "ben" / "job.json").read_text())["runtime"]
+    for marker in (str(out), runtime):
+        for _ in range(50):
+            leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+            if not leftover.stdout.strip():
+                break
+            time.sleep(0.1)
+        assert leftover.stdout.strip() == "", f"processes outlived the interrupted run: {leftover.stdout}"
+    assert not Path(runtime).exists()
+
+    result = run_grader(submissions, out, "--jobs", "1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "kept 1 student(s)" in result.stderr
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    assert [(r["student"], r["score"], r["status"]) for r in rows] == [("ann", "17", "graded"), ("ben", "17", "graded")]
+    shutil.rmtree(out / "work", ignore_errors=True)

@@ -1,0 +1,108 @@
+"""The sandbox: what a learner's process can see and do, and refusing to grade without it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hostile import require_sandbox
+from support.pipeline import REPO, offline_env
+
+from autograder import sandbox as sandbox_module
+from autograder.sandbox import Limits, Sandbox, SandboxUnavailable, default_readonly_paths, probe
+
+GUARD = str(REPO / "autograder" / "kernel_guard.py")
+
+INSIDE = r"""
+import json, os, resource, socket, sys
+seen = {}
+for path in sys.argv[1:]:
+    seen[path] = os.path.exists(path)
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=2)
+    seen["loopback"] = True
+except OSError:
+    seen["loopback"] = False
+seen["memory"] = resource.getrlimit(resource.RLIMIT_AS)[0]
+seen["uid"] = os.getuid()
+seen["cwd"] = os.getcwd()
+seen["env"] = sorted(os.environ)
+open("scratch.txt", "w").write("a learner may write here")
+print(json.dumps(seen))
+"""
+
+
+def isolated(limits: Limits | None = None) -> Sandbox:
+    return Sandbox(isolated=True, readonly=default_readonly_paths(), guard_file=GUARD, limits=limits or Limits())
+
+
+def test_a_sandboxed_process_sees_no_secret_and_no_network(tmp_path):
+    require_sandbox()
+    secret = tmp_path / "gradebook.db"
+    secret.write_text("grades")
+    lesson_file = tmp_path / "data.csv"
+    lesson_file.write_text("a,b")
+    connection = tmp_path / "kernel"
+    connection.mkdir()
+    command = isolated(Limits(memory_mb=512)).command(
+        [sys.executable, "-c", INSIDE, str(REPO / "solutions"), str(REPO / "tests"), str(secret),
+         "/tmp/01-budget/data.csv", sys.prefix],
+        connection_dir=str(connection), lesson="01-budget", files={"data.csv": str(lesson_file)},
+    )
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert not seen[str(REPO / "solutions")] and not seen[str(REPO / "tests")] and not seen[str(secret)]
+    assert seen["/tmp/01-budget/data.csv"] and seen[sys.prefix]
+    assert seen["loopback"] is False
+    assert seen["memory"] == 512 * 1024 * 1024
+    assert seen["uid"] != 0 and seen["cwd"] == "/tmp/01-budget"
+    assert "OPENAI_API_KEY" not in seen["env"] and "PYTHONPATH" in seen["env"]
+    assert not (tmp_path / "scratch.txt").exists()
+
+
+def test_the_probe_passes_here_and_catches_a_visible_secret(tmp_path):
+    require_sandbox()
+    probe(isolated(), [REPO / "solutions", tmp_path])
+    exposed = Sandbox(isolated=True, readonly=(*default_readonly_paths(), str(tmp_path)), guard_file=GUARD)
+    with pytest.raises(SandboxUnavailable, match="lies inside"):
+        probe(exposed, [tmp_path / "solutions"])
+
+
+def test_without_bubblewrap_the_probe_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match=r"apt-get install bubblewrap.*--no-sandbox"):
+        probe(isolated(), [REPO / "solutions"])
+
+
+def test_the_grade_command_refuses_to_run_without_isolation(tmp_path):
+    (tmp_path / "submissions" / "ana").mkdir(parents=True)
+    env = offline_env()
+    env["PATH"] = str(Path(sys.executable).parent)  # no bwrap on it
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submissions"), "--out", str(tmp_path / "out")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 2
+    assert "refusing to grade without isolation" in result.stderr
+    assert "bubblewrap" in result.stderr and "--no-sandbox" in result.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing-folder"], "is not a folder of submissions"),
+    (["{sub}", "--out", "{sub}/graded"], "must not contain each other"),
+    (["{sub}", "--course", "{sub}"], "is not a course root"),
+])
+def test_the_grade_command_says_what_to_fix(tmp_path, args, message):
+    (tmp_path / "sub").mkdir()
+    args = [a.format(sub=tmp_path / "sub") for a in args]
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", *args], cwd=tmp_path if args[0] == "missing-folder" else REPO,
+        env={**offline_env(), "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
