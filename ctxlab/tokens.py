@@ -310,16 +310,68 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
     return total
 
 
+def _calls_key(calls: list) -> tuple | None:
+    """The counted parts of well-formed tool calls, ``(name, arguments)`` each; else ``None``."""
+    parts = []
+    for call in calls:
+        function = call.get("function") if call.__class__ is dict else None
+        if function.__class__ is not dict:
+            return None
+        name, arguments = function.get("name", ""), function.get("arguments", "")
+        if name.__class__ is not str or arguments.__class__ is not str:
+            return None
+        parts.append((name, arguments))
+    return tuple(parts)
+
+
 def _message_key(message: Mapping[str, Any]) -> tuple:
-    """A hashable key that changes whenever anything counted in the message changes."""
+    """A hashable key that changes whenever anything counted in the message changes.
+
+    Well-formed ``tool_calls`` are keyed by the name and arguments of each call (what is
+    counted); anything else that is a list or a dict by its canonical JSON text.
+    """
     parts = []
     for key, value in message.items():
         if key in COURSE_KEYS:
             continue
         if isinstance(value, (list, dict)):
-            value = json.dumps(value, sort_keys=True, ensure_ascii=False)
+            calls = _calls_key(value) if key == "tool_calls" and value.__class__ is list else None
+            if calls is not None:
+                value = ("tool_calls", calls)
+            else:
+                value = json.dumps(value, sort_keys=True, ensure_ascii=False)
         parts.append((key, value))
     return tuple(parts)
+
+
+class _NotPlain(Exception):
+    """Raised inside :func:`_snapshot` for a value that may compare equal to another count."""
+
+
+def _plain_copy(value: Any) -> Any:
+    if value is None or value.__class__ is str:
+        return value
+    if value.__class__ is list:
+        return [_plain_copy(item) for item in value]
+    if value.__class__ is dict:
+        return {key: _plain_copy(item) for key, item in value.items()}
+    raise _NotPlain
+
+
+def _snapshot(message: dict) -> tuple | None:
+    """The fields of ``message`` with lists and dicts deep-copied, or ``None``.
+
+    A message whose fields equal a snapshot counts what the snapshot's message counted: every
+    counted value is a string, compared by value, and the copies keep an edit made in place
+    inside ``tool_calls`` from reaching the snapshot. A message holding anything but dicts,
+    lists, strings and ``None`` (outside the course keys, which are not counted) gets none.
+    """
+    try:
+        return tuple(
+            (key, value if key in COURSE_KEYS else _plain_copy(value)) for key, value in message.items()
+        )
+    except _NotPlain:
+        return None
 
 
 class TokenCounter:
@@ -328,6 +380,12 @@ class TokenCounter:
     An agent re-assembles almost the same history on every lap; a ``TokenCounter`` encodes
     each distinct message once and answers from memory after that. ``encoder_calls``
     reports how many strings it actually sent to the tokenizer.
+
+    Two memories answer a message seen before. The first is keyed by the message dict itself
+    and holds a snapshot of its fields: when the same dict comes back with the same fields
+    (compared by value, so a message edited in place is counted again) the answer costs one
+    comparison. The second is keyed by what is counted (roles, texts, tool-call names and
+    arguments), so an equal copy of a message is never encoded twice either.
 
     >>> counter = TokenCounter()
     >>> history = [{"role": "user", "content": "Hello!"}]
@@ -341,7 +399,8 @@ class TokenCounter:
         self.encoding = _resolve(encoding)
         self.max_entries = max_entries
         self.encoder_calls = 0
-        self._cache: dict[tuple, int] = {}
+        self._cache: dict[tuple, int] = {}  # content key -> tokens
+        self._seen: dict[int, tuple[tuple, int]] = {}  # id(message) -> (snapshot, tokens)
         self._short: dict[str, int] = {}  # roles, ids, names: a few distinct short strings
 
     def text(self, text: str) -> int:
@@ -358,20 +417,49 @@ class TokenCounter:
 
     def message(self, message: Mapping[str, Any], index: int | None = None) -> int:
         """Tokens one message adds to a prompt, from memory when it was seen before."""
+        if message.__class__ is dict:
+            seen = self._seen.get(id(message))
+            # A snapshot equal to the message's fields means the same count, whichever dict
+            # now lives at this address: the comparison is by value.
+            try:
+                if seen is not None and seen[0] == tuple(message.items()):
+                    return seen[1]
+            except Exception:  # a value whose comparison fails cannot be the snapshot's
+                pass
         key = _message_key(message) if isinstance(message, Mapping) else None
-        if key is not None:
-            cached = self._cache.get(key)
-            if cached is not None:
-                return cached
-        tokens = _message_tokens(message, self.text, index)
-        if len(self._cache) >= self.max_entries:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[key] = tokens
+        tokens = self._cache.get(key) if key is not None else None
+        if tokens is None:
+            tokens = _message_tokens(message, self.text, index)
+            if len(self._cache) >= self.max_entries:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = tokens
+        snapshot = _snapshot(message) if message.__class__ is dict else None
+        if snapshot is not None:
+            if len(self._seen) >= self.max_entries:
+                self._seen.pop(next(iter(self._seen)))
+            self._seen[id(message)] = (snapshot, tokens)
         return tokens
 
     def messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         """Tokens of a whole prompt, reply priming included (as :func:`count_messages`)."""
-        return REPLY_PRIMING + sum(self.message(m, i) for i, m in enumerate(messages))
+        return REPLY_PRIMING + sum(self._each(messages))
+
+    def _each(self, messages: Iterable[Mapping[str, Any]]) -> list[int]:
+        """``[self.message(m) for m in messages]``, with the snapshot check inlined: on a
+        long history seen before, the call per message is most of the cost."""
+        seen = self._seen.get
+        counts = []
+        for index, message in enumerate(messages):
+            if message.__class__ is dict:
+                entry = seen(id(message))
+                try:
+                    if entry is not None and entry[0] == tuple(message.items()):
+                        counts.append(entry[1])
+                        continue
+                except Exception:  # as in message(): not the snapshot's message
+                    pass
+            counts.append(self.message(message, index))
+        return counts
 
     def __call__(self, message: Mapping[str, Any]) -> int:
         return self.message(message)

@@ -22,6 +22,7 @@ Three rules make trimming safe:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from .errors import BudgetError
@@ -131,6 +132,30 @@ def pairs_ok(messages: Sequence[Message]) -> bool:
     return answered == open_ids
 
 
+def _spans_and_pinned_groups(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], set[int]]:
+    """:func:`turn_group_spans` and the numbers of the groups holding a pinned message
+    (:func:`pinned_indices`), in one pass over ``messages``."""
+    spans: list[tuple[int, int]] = []
+    pinned_groups: set[int] = set()
+    start = 0
+    collecting = False  # True while tool results may join the current group
+    first_user_seen = False
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if not (role == "tool" and collecting):  # this message starts a new group
+            if index > start:
+                spans.append((start, index))
+            start = index
+            collecting = role == "assistant" and bool(message.get("tool_calls"))
+        if role in PINNED_ROLES or message.get("pinned") is True or (role == "user" and not first_user_seen):
+            pinned_groups.add(len(spans))  # the group that starts at ``start``
+        if role == "user":
+            first_user_seen = True
+    if len(messages) > start:
+        spans.append((start, len(messages)))
+    return spans, pinned_groups
+
+
 def fit(
     messages: Sequence[Message],
     allowance: int,
@@ -167,15 +192,17 @@ def fit(
     validate_messages(messages)
     count = count or TokenCounter().message
 
-    tokens = [count(message) for message in messages]
-    total = sum(tokens)
-    if total <= allowance:
+    counter = getattr(count, "__self__", None)
+    if isinstance(counter, TokenCounter) and getattr(count, "__func__", None) is TokenCounter.message:
+        tokens = counter._each(messages)  # the same counts, without a call per message
+    else:
+        tokens = [count(message) for message in messages]
+    prefix = list(accumulate(tokens, initial=0))  # prefix[i]: tokens of messages[:i]
+    if prefix[-1] <= allowance:
         return list(messages), []
 
-    spans = turn_group_spans(messages)
-    pins = pinned_indices(messages)
-    group_tokens = [sum(tokens[start:stop]) for start, stop in spans]
-    pinned_groups = {g for g, (start, stop) in enumerate(spans) if any(i in pins for i in range(start, stop))}
+    spans, pinned_groups = _spans_and_pinned_groups(messages)
+    group_tokens = [prefix[stop] - prefix[start] for start, stop in spans]
     recent_groups = set(range(max(0, len(spans) - keep_recent), len(spans)))
 
     required = pinned_groups | recent_groups
