@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 from .budget import Allocation, ContextBudget, billed_input, context_per_lap, model_calls
 from .environment import check_environment
 from .errors import BudgetError, CtxlabError, EncodingUnavailable, MessageError
-from .messages import message_problems, strip_course_keys, validate_messages
+from .messages import MessageChecker, message_problems, strip_course_keys, validate_messages
 from .tokens import (
     COURSE_KEYS,
     TokenCounter,
@@ -27,6 +27,9 @@ from .tokens import (
 )
 from .transcripts import load_tools, load_transcript, transcript_info, transcript_names
 from .trimming import fit, pairs_ok, pinned_indices, turn_group_spans, turn_groups
+
+# isort: split
+from .history import GrowingHistory, MessageRuns
 
 # watermarks, summarising, llm, events (lessons 02 and 03)
 # isort: split
@@ -90,6 +93,7 @@ __all__ = [
     # messages
     "validate_messages",
     "message_problems",
+    "MessageChecker",
     "strip_course_keys",
     # transcripts
     "transcript_names",
@@ -108,6 +112,8 @@ __all__ = [
     "pairs_ok",
     "pinned_indices",
     "fit",
+    "GrowingHistory",
+    "MessageRuns",
     # environment
     "check_environment",
     # watermarks, summarising, llm, events (lessons 02 and 03)

@@ -20,13 +20,14 @@ ctxlab.errors.MessageError: message 0: tool result for call 'call_9' does not fo
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .errors import MessageError
 from .tokens import COURSE_KEYS
 
-__all__ = ["ROLES", "validate_messages", "message_problems", "strip_course_keys"]
+__all__ = ["ROLES", "MessageChecker", "validate_messages", "message_problems", "strip_course_keys"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The roles the Chat Completions API accepts today."""
@@ -72,6 +73,147 @@ def _call_problem(call: Any) -> str | None:
     return None
 
 
+class MessageChecker:
+    """Checks messages one at a time, remembering what pairing needs from the ones before.
+
+    :func:`message_problems` runs one over a whole list; an agent whose history only grows can
+    keep one and check each new message once (:class:`ctxlab.GrowingHistory` does).
+    ``check`` returns the problems of one message; ``finish`` those of calls left unanswered.
+    ``fork`` gives a trial copy whose ``commit`` makes its messages count, so a batch can be
+    checked without changing anything when it turns out bad.
+
+    >>> checker = MessageChecker()
+    >>> checker.check(0, {"role": "assistant", "content": None, "tool_calls": [
+    ...     {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+    []
+    >>> checker.pending
+    ['a']
+    >>> checker.finish()
+    [(0, "tool call 'a' is never answered; add a tool message with tool_call_id='a' right after this assistant message, or remove the call")]
+    """
+
+    def __init__(self) -> None:
+        self.open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
+        self.answered: set[str] = set()
+        self.seen_ids: dict[str, int] | ChainMap[str, int] = {}  # every call id -> its message
+        self._parent: MessageChecker | None = None
+
+    @property
+    def pending(self) -> list[str]:
+        """Ids of the calls of the latest assistant message that have no result yet."""
+        return [call_id for call_id in self.open_calls if call_id not in self.answered]
+
+    def fork(self) -> MessageChecker:
+        """A trial copy: it sees everything checked so far; what it checks stays its own."""
+        trial = MessageChecker()
+        trial.open_calls, trial.answered = dict(self.open_calls), set(self.answered)
+        trial.seen_ids = ChainMap({}, self.seen_ids)
+        trial._parent = self
+        return trial
+
+    def commit(self) -> None:
+        """Make what this trial copy checked part of the checker it was forked from."""
+        parent = self._parent
+        if parent is None:
+            raise RuntimeError("commit() is for a checker made by fork()")
+        parent.open_calls, parent.answered = self.open_calls, self.answered
+        parent.seen_ids.update(self.seen_ids.maps[0])
+
+    def _unanswered(self) -> list[tuple[int | None, str]]:
+        return [
+            (where, (
+                f"tool call {call_id!r} is never answered; add a tool message with "
+                f"tool_call_id={call_id!r} right after this assistant message, or remove the call"
+            ))
+            for call_id, where in self.open_calls.items()
+            if call_id not in self.answered
+        ]
+
+    def finish(self) -> list[tuple[int | None, str]]:
+        """Problems left at the end of the list: calls that were never answered."""
+        return self._unanswered()
+
+    def check(self, index: int, message: Any) -> list[tuple[int | None, str]]:
+        """The problems of ``message`` at position ``index``, given every message before it."""
+        problems: list[tuple[int | None, str]] = []
+        if not isinstance(message, Mapping):
+            return [(index, f"expected a dict, got {type(message).__name__}")]
+        role = message.get("role")
+        if role is None:
+            return [(index, "missing 'role'; use one of " + ", ".join(ROLES))]
+        if role not in ROLES:
+            hint = " (the legacy 'function' role is now 'tool')" if role == "function" else ""
+            return [(index, f"unknown role {role!r}{hint}; use one of " + ", ".join(ROLES))]
+
+        if role != "tool" and self.open_calls:
+            problems += self._unanswered()
+            self.open_calls, self.answered = {}, set()
+
+        if "content" not in message and role in _STRING_CONTENT_ROLES:
+            problems.append((index, f"missing 'content'; a {role} message needs a string"))
+        else:
+            problem = _content_problem(message.get("content"), role)
+            if problem:
+                problems.append((index, problem))
+
+        for key in COURSE_KEYS & message.keys():
+            value = message[key]
+            if key == "step" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                problems.append((index, f"'step' must be a lap number (an int >= 0), got {value!r}"))
+            if key == "pinned" and not isinstance(value, bool):
+                problems.append((index, f"'pinned' must be True or False, got {value!r}"))
+        if "name" in message and not isinstance(message["name"], str):
+            problems.append((index, f"'name' must be a string, got {type(message['name']).__name__}"))
+
+        if role == "assistant" and message.get("tool_calls") is not None:
+            problems += self._check_calls(index, message["tool_calls"])
+        elif role == "tool":
+            problems += self._check_result(index, message.get("tool_call_id"))
+        return problems
+
+    def _check_calls(self, index: int, calls: Any) -> list[tuple[int | None, str]]:
+        if not isinstance(calls, list):
+            return [(index, f"'tool_calls' must be a list, got {type(calls).__name__}")]
+        problems: list[tuple[int | None, str]] = []
+        for call in calls:
+            problem = _call_problem(call)
+            if problem:
+                problems.append((index, problem))
+                continue
+            call_id = call["id"]
+            if call_id in self.seen_ids:
+                problems.append((index, (
+                    f"tool call id {call_id!r} was already used by message "
+                    f"{self.seen_ids[call_id]}; every call needs its own id"
+                )))
+                continue
+            self.seen_ids[call_id] = index
+            self.open_calls[call_id] = index
+        return problems
+
+    def _check_result(self, index: int, call_id: Any) -> list[tuple[int | None, str]]:
+        if not isinstance(call_id, str) or not call_id:
+            return [(index, "a tool message needs 'tool_call_id', the id of the call it answers")]
+        if call_id not in self.open_calls:
+            keep = (
+                "keep each tool result right after the assistant message whose tool_calls "
+                "include its id"
+            )
+            if call_id in self.seen_ids:
+                return [(index, (
+                    f"tool result for call {call_id!r} was made by message "
+                    f"{self.seen_ids[call_id]}, but another message comes between them; {keep}"
+                ))]
+            return [(index, (
+                f"tool result for call {call_id!r} does not follow an assistant message that "
+                f"made that call; {keep}"
+            ))]
+        if call_id in self.answered:
+            return [(index, f"call {call_id!r} is answered twice; keep one tool message per call")]
+        self.answered.add(call_id)
+        return []
+
+
 def message_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int | None, str]]:
     """Yield ``(index, problem)`` for everything wrong with ``messages``, in order.
 
@@ -86,101 +228,10 @@ def message_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[in
             "wrap a single message in a list"
         )
         return
-
-    open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
-    answered: set[str] = set()
-    open_from: int | None = None  # index of the assistant message whose calls are open
-    seen_ids: dict[str, int] = {}
-
-    def close_group() -> Iterator[tuple[int | None, str]]:
-        for call_id, where in open_calls.items():
-            if call_id not in answered:
-                yield where, (
-                    f"tool call {call_id!r} is never answered; add a tool message with "
-                    f"tool_call_id={call_id!r} right after this assistant message, or remove the call"
-                )
-
+    checker = MessageChecker()
     for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            yield index, f"expected a dict, got {type(message).__name__}"
-            continue
-        role = message.get("role")
-        if role is None:
-            yield index, "missing 'role'; use one of " + ", ".join(ROLES)
-            continue
-        if role not in ROLES:
-            hint = " (the legacy 'function' role is now 'tool')" if role == "function" else ""
-            yield index, f"unknown role {role!r}{hint}; use one of " + ", ".join(ROLES)
-            continue
-
-        if role != "tool" and open_from is not None:
-            yield from close_group()
-            open_calls, answered, open_from = {}, set(), None
-
-        if "content" not in message and role in _STRING_CONTENT_ROLES:
-            yield index, f"missing 'content'; a {role} message needs a string"
-        else:
-            problem = _content_problem(message.get("content"), role)
-            if problem:
-                yield index, problem
-
-        for key in COURSE_KEYS & message.keys():
-            value = message[key]
-            if key == "step" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                yield index, f"'step' must be a lap number (an int >= 0), got {value!r}"
-            if key == "pinned" and not isinstance(value, bool):
-                yield index, f"'pinned' must be True or False, got {value!r}"
-        if "name" in message and not isinstance(message["name"], str):
-            yield index, f"'name' must be a string, got {type(message['name']).__name__}"
-
-        if role == "assistant" and message.get("tool_calls") is not None:
-            calls = message["tool_calls"]
-            if not isinstance(calls, list):
-                yield index, f"'tool_calls' must be a list, got {type(calls).__name__}"
-                continue
-            for call in calls:
-                problem = _call_problem(call)
-                if problem:
-                    yield index, problem
-                    continue
-                call_id = call["id"]
-                if call_id in seen_ids:
-                    yield index, (
-                        f"tool call id {call_id!r} was already used by message "
-                        f"{seen_ids[call_id]}; every call needs its own id"
-                    )
-                    continue
-                seen_ids[call_id] = index
-                open_calls[call_id] = index
-            if open_calls:
-                open_from = index
-        elif role == "tool":
-            call_id = message.get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                yield index, "a tool message needs 'tool_call_id', the id of the call it answers"
-            elif call_id not in open_calls:
-                if call_id in seen_ids:
-                    where = (
-                        f"call {call_id!r} was made by message {seen_ids[call_id]}, "
-                        "but another message comes between them"
-                    )
-                    yield index, (
-                        f"tool result for {where}; keep each tool result right after the "
-                        "assistant message whose tool_calls include its id"
-                    )
-                else:
-                    yield index, (
-                        f"tool result for call {call_id!r} does not follow an assistant message "
-                        "that made that call; keep each tool result right after the assistant "
-                        "message whose tool_calls include its id"
-                    )
-            elif call_id in answered:
-                yield index, f"call {call_id!r} is answered twice; keep one tool message per call"
-            else:
-                answered.add(call_id)
-
-    if open_from is not None:
-        yield from close_group()
+        yield from checker.check(index, message)
+    yield from checker.finish()
 
 
 def validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
