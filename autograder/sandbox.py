@@ -197,13 +197,17 @@ class Sandbox:
                 args += ["--ro-bind", top, top]
         for path in ETC_FILES:  # harmless configuration some libraries complain without
             args += ["--ro-bind-try", path, path]
+        # The private /tmp first, then the read-only folders: a checkout (and its .venv) that
+        # lives under /tmp on the host must stay visible on top of the fresh /tmp.
+        args += [
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(self.limits.scratch_bytes), "--tmpfs", "/tmp",
+            "--size", str(64 * 1024 * 1024), "--tmpfs", "/dev/shm",
+        ]
         for path in self.readonly:
             args += ["--ro-bind", path, path]
         args += [
             "--ro-bind", self.guard_file, f"{GUARD_DIR}/{GUARD_MODULE}.py",
-            "--proc", "/proc", "--dev", "/dev",
-            "--size", str(self.limits.scratch_bytes), "--tmpfs", "/tmp",
-            "--size", str(64 * 1024 * 1024), "--tmpfs", "/dev/shm",
             "--dir", SANDBOX_HOME, "--dir", workdir,
         ]
         for name, host_path in sorted(files.items()):

@@ -250,7 +250,9 @@ def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path):
     deadline = time.monotonic() + 300
     while not (out / "students" / "ann.json").exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert process.poll() is None, "the run ended before it could be interrupted"
+    if process.poll() is not None:
+        _, stderr = process.communicate()
+        pytest.fail(f"the run ended (status {process.returncode}) before it could be interrupted:\n{stderr[-2000:]}")
     os.killpg(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
