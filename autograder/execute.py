@@ -1,21 +1,31 @@
-"""nbgrader's Execute step, made safe for hostile notebooks.
+"""nbgrader's Execute step, made safe for hostile notebooks: every test cell is judged apart.
 
 :class:`GuardedExecute` replaces ``nbgrader.preprocessors.Execute`` in the autograde pipeline
-(the worker configures it). It runs the notebook in a sandboxed kernel
-(:class:`autograder.kernel.SandboxedKernelManager`) and adds what nbgrader lacks:
+(the worker configures it). Each notebook gets **two** sandboxed kernels
+(:class:`autograder.kernel.SandboxedKernelManager`):
+
+* the **learner's kernel** runs every cell that is not a test: the learner's answers, the
+  demonstrations, the lesson's locked setup cells. It never sees a test cell;
+* the **judge's kernel** runs the locked setup cells (quietly) and every test cell, and nothing
+  the learner wrote. Before each test cell the judge connects to the learner's kernel (the
+  agent, :mod:`autograder.judging.agent`) and binds the learner's answer names to what they
+  are there: plain data as it is, functions, classes and objects as proxies whose calls carry
+  JSON both ways (:mod:`autograder.judging`). Comparisons happen in the judge, on plain data.
+  Expression results are never displayed there and any ``execute_result`` is removed from a test
+  cell, so a test cell scores its points exactly when it raised nothing.
+
+What it adds to nbgrader besides:
 
 * **a kernel that dies or ignores interrupts does not end the notebook.** A cell that kills
-  the kernel (``os._exit``, ``exit()``, a crash) or keeps running after the per-cell timeout
-  and an interrupt (a loop that ignores SIGINT) gets an error output; a new kernel is started,
-  the cells that had run are replayed without it, and grading goes on. The rest of the
-  notebook gets the score it deserves.
-* **output is capped per cell** (``output_bytes``): further stdout and displays are dropped,
-  while errors and stderr, which decide whether a test passes, are always kept (shortened).
-* **the kernel guard** (:mod:`autograder.kernel_guard`) checks and repairs the kernel after
-  every cell and around every test cell. Changes made by a learner's cell are undone and
-  reported; a test cell during which something changed scores 0; a cell after which the guard
-  cannot even be reached (for example an input transformer that rewrites every cell) is
-  treated like a cell that killed the kernel.
+  the learner's kernel (``os._exit``, ``exit()``, a crash) or keeps running after the per-cell
+  timeout and an interrupt gets an error output; a new kernel is started, the cells that had
+  run are replayed without it, and grading goes on. A learner function that hangs or kills the
+  kernel while a test calls it fails that test, and the kernel is recovered the same way.
+* **output is capped** per cell (``output_bytes``) and per notebook (``notebook_output_bytes``):
+  further stdout and displays are dropped, while errors and stderr, which decide whether a test
+  passes, are always kept (shortened).
+* **a time budget per notebook** (``notebook_timeout``): once spent, the remaining cells are not
+  run and the remaining tests score 0, but everything that ran keeps its score.
 
 Everything it noticed is appended to ``GuardedExecute.context.events`` for the report.
 
@@ -29,7 +39,10 @@ import ast
 import asyncio
 import contextlib
 import json
+import os
 import secrets
+import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from queue import Empty
@@ -40,14 +53,15 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer
+from traitlets import Integer
 
 from .kernel import LimitedKernelClient, SandboxedKernelManager
-from .sandbox import GUARD_MODULE, Sandbox
+from .sandbox import JUDGING_PACKAGE, Sandbox
 
-__all__ = ["GuardedExecute", "ExecutionContext", "Event"]
+__all__ = ["GuardedExecute", "ExecutionContext", "JudgeSpec", "Event"]
 
 KEEP_ERROR_CHARS = 4000
+SOCKET = "judge.sock"
 # Errors in a learner's cell that need no note: an unanswered exercise's stub, and running out
 # of memory (noted on its own).
 QUIET_ERRORS = {"NotImplementedError", "MemoryError"}
@@ -75,6 +89,16 @@ class Event:
 
 
 @dataclass
+class JudgeSpec:
+    """What the judge needs to know of a lesson: the learner's answer names (top-level names of
+    the answer cells) and, per name, ctxlab's reference functions to switch off while the judge
+    calls that answer (``[file relative to ctxlab, qualified name, dotted label]`` each)."""
+
+    answer_names: list[str] = field(default_factory=list)
+    forbid: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+@dataclass
 class ExecutionContext:
     """What the worker hands to :class:`GuardedExecute` for one notebook."""
 
@@ -82,6 +106,7 @@ class ExecutionContext:
     runtime_root: Path
     lesson: str
     files: dict[str, str] = field(default_factory=dict)
+    judge: JudgeSpec = field(default_factory=JudgeSpec)
     events: list[Event] = field(default_factory=list)
 
 
@@ -96,27 +121,35 @@ def _size(content: dict) -> int:
     return sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
 
 
+def _is_test(cell) -> bool:
+    return utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def _is_setup(cell) -> bool:
+    return utils.is_locked(cell) and not utils.is_grade(cell) and not utils.is_solution(cell)
+
+
 class GuardedExecute(Execute):
-    """nbgrader's Execute with a sandboxed kernel, recovery, output caps and the kernel guard."""
+    """nbgrader's Execute with a learner's kernel, a judge's kernel, recovery and output caps."""
 
     output_bytes = Integer(1_000_000, help="stdout and display bytes kept per cell").tag(config=True)
+    notebook_output_bytes = Integer(20_000_000, help="stdout and display bytes kept per notebook").tag(config=True)
+    notebook_timeout = Integer(0, help="seconds one notebook may run in all (0: no limit)").tag(config=True)
     max_restarts = Integer(6, help="kernel restarts allowed per notebook").tag(config=True)
-    guard = Bool(True, help="check and repair the kernel between cells").tag(config=True)
-    strict_asserts = Bool(True, help="`assert a == b` in test cells compares strictly").tag(config=True)
-    guard_timeout = Integer(30, help="seconds a guard check may take").tag(config=True)
+    judge_timeout = Integer(30, help="seconds the judge may wait to reach the learner's kernel").tag(config=True)
 
     context: ExecutionContext | None = None  # set by the worker before each notebook
 
     # ------------------------------------------------------------------ nbclient hooks
 
     def output(self, outs, msg, display_id, cell_index):
-        """Keep errors and stderr always; drop stdout and displays beyond ``output_bytes``."""
+        """Keep errors and stderr always; drop stdout and displays beyond the caps."""
         content = msg.get("content", {})
         msg_type = msg.get("msg_type")
         critical = msg_type == "error" or (msg_type == "stream" and content.get("name") == "stderr")
         size = _size(content)
         used = self._bytes.get(cell_index, 0)
-        over = used + size > self.output_bytes
+        over = used + size > self.output_bytes or self._total_bytes + size > self.notebook_output_bytes
         # Past the limit, stdout and displays go; stderr and errors decide a test's fate, so the
         # first of each kind is still kept (shortened) and the rest dropped.
         if over and (not critical or self._critical_kept.get((cell_index, msg_type), False)):
@@ -124,12 +157,15 @@ class GuardedExecute(Execute):
             return None
         if over:
             self._critical_kept[(cell_index, msg_type)] = True
-        self._bytes[cell_index] = used + min(size, KEEP_ERROR_CHARS if critical else size)
+        kept = min(size, KEEP_ERROR_CHARS if critical else size)
+        self._bytes[cell_index] = used + kept
+        self._total_bytes += kept
         out = super().output(outs, msg, display_id, cell_index)
         if out is not None and critical:
             if msg_type == "stream" and len(out.get("text", "")) > KEEP_ERROR_CHARS:
                 out["text"] = out["text"][:KEEP_ERROR_CHARS] + "\n[stderr shortened by the grader]\n"
             if msg_type == "error":
+                out["ename"] = str(out.get("ename", ""))[:200]
                 out["evalue"] = str(out.get("evalue", ""))[:KEEP_ERROR_CHARS]
                 out["traceback"] = [str(line)[:KEEP_ERROR_CHARS] for line in out.get("traceback", [])[-60:]]
         return out
@@ -168,79 +204,85 @@ class GuardedExecute(Execute):
 
     async def _run_notebook(self) -> None:
         self._bytes: dict[int, int] = {}
+        self._total_bytes = 0
         self._dropped: dict[int, int] = {}
         self._critical_kept: dict[tuple[int, str], bool] = {}
         self._replayable: list[int] = []
-        self._skipped: set[int] = set()
+        self._judge_setup: list[int] = []
+        self._judge_tests: list[int] = []  # test cells may define helpers that later tests use
         self._restarts = 0
-        self._last_run = -1
         self._asked_exit = self._interrupted = False
-        self.km = None
+        self._out_of_time = False
+        self.km = self.kc = None
+        self.judge_km = self.judge_kc = None
+        self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
+        self._channel = tempfile.mkdtemp(prefix="channel-", dir=self.context.runtime_root)
+        os.chmod(self._channel, 0o777)
         try:
+            await self._start_judge()
             await self._start_kernel()
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
-                if self._restarts > self.max_restarts:
-                    if utils.is_grade(cell):
-                        cell.outputs = [_error("NotGraded", "the grader stopped running this notebook "
-                                                            f"after {self.max_restarts} kernel restarts")]
+                if self._restarts > self.max_restarts or self._time_is_up(index):
+                    if _is_test(cell):
+                        why = (f"after {self.max_restarts} kernel restarts" if self._restarts > self.max_restarts
+                               else "when the student's time limit ran out")
+                        cell.outputs = [_error("NotGraded", f"the grader stopped running this notebook {why}")]
                     continue
-                await self._run_cell(index, cell)
+                if _is_test(cell):
+                    await self._run_test(index, cell)
+                else:
+                    await self._run_cell(index, cell)
             self.set_widgets_metadata()
         finally:
             await self._stop_kernel()
+            await self._stop_judge()
+
+    def _time_is_up(self, index: int) -> bool:
+        if self._deadline is None or time.monotonic() < self._deadline:
+            return False
+        if not self._out_of_time:
+            self._out_of_time = True
+            self._event(index, "notebook_timeout", "the student's time limit (--student-timeout) ran out here; "
+                                                   "the cells from here on were not run and their tests score 0, "
+                                                   "everything before keeps its score")
+        return True
 
     async def _run_cell(self, index: int, cell) -> None:
-        is_test = utils.is_grade(cell) and not utils.is_solution(cell)
-        for _attempt in range(3):
-            if is_test and self.guard and not await self._checkpoint(index, "before_test"):
-                await self._recover(self._last_run, "the grader's checks could not run after this cell")
-                continue
-            outcome = await self._execute(index, cell)
-            break
-        else:
-            if is_test:  # a test cell that never ran must not keep its points
-                cell.outputs = [_error("NotGraded", "the grader could not run this test: the kernel could not be "
-                                                    "checked before it, even after restarts")]
-            return
+        """A cell that is not a test: in the learner's kernel (and, for setup cells, in the judge's)."""
+        outcome = await self._execute(index, cell)
         self._report_output(index)
         if outcome in FATAL:
             ename, kind, what = FATAL[outcome]
             what = what.format(timeout=self.timeout, mb=LimitedKernelClient.max_message_bytes // 2**20)
             cell.outputs.append(_error(ename, f"{what}; the kernel was restarted without this cell"))
             self._event(index, kind, f"{what}; the kernel was restarted without it")
-            await self._recover(index, None)
+            await self._recover(index)
             return
         if outcome == "timeout":
             self._event(index, "timeout", f"ran for more than {self.timeout} s and was interrupted")
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
-        if not is_test and outcome == "error" and errors[0].get("ename") not in QUIET_ERRORS:
+        if outcome == "error" and errors[0].get("ename") not in QUIET_ERRORS:
             value = str(errors[0].get("evalue", "")).strip().splitlines()[:1]
             self._event(index, "cell_error", f"raised {errors[0].get('ename')}" + (f": {value[0][:200]}" if value else ""))
-        self._last_run = index
         if any(o.get("ename") == "MemoryError" for o in errors):
             # The memory is likely still held by the kernel: go on in a fresh one, without this cell.
             self._event(index, "memory", f"ran out of memory (limit {self.context.sandbox.limits.memory_mb} MB); "
                                          "the kernel was restarted without this cell")
-            await self._recover(index, None)
+            await self._recover(index)
             return
         if self._asked_exit:
             self._asked_exit = False
             self._event(index, "exit_called", "called exit() or quit(), which stops the kernel; restarted without it")
-            await self._recover(index, None)
+            await self._recover(index)
             return
-        if self.guard:
-            stage = "after_test" if is_test else "after_cell"
-            report = await self._checkpoint(index, stage)
-            if report is None:
-                if is_test:
-                    cell.outputs.append(_error("GradingIntegrityError",
-                                               "the grader could not check the kernel after this test"))
-                await self._recover(index, "the grader's checks could not run after this cell")
-                return
         if outcome in ("ok", "error"):
             self._replayable.append(index)
+        if _is_setup(cell):
+            self._judge_setup.append(index)
+            if not await self._judge_run_quietly(cell.source):
+                self._event(index, "judge_setup", "this setup cell failed in the judge's kernel")
 
     async def _execute(self, index: int, cell) -> str:
         self._asked_exit = self._interrupted = False
@@ -251,8 +293,6 @@ class GuardedExecute(Execute):
             # its output stopped arriving: a message over the size limit is refused.
             return "hung" if self._interrupted else "lost_output"
         except DeadKernelError:
-            # The guard reached the kernel after the previous cell, so this cell is the culprit
-            # (exit(), which stops the kernel after replying, is caught by its payload instead).
             return "died"
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
         if any(o.get("ename") == "CellTimeoutError" for o in errors):
@@ -267,64 +307,116 @@ class GuardedExecute(Execute):
                 text=f"\n[the grader kept the first {self.output_bytes:,} bytes of output; "
                      f"{dropped:,} more were dropped]\n",
             ))
-            self._event(index, "output_truncated", f"printed {dropped:,} bytes over the {self.output_bytes:,}-byte limit")
+            self._event(index, "output_truncated", f"printed {dropped:,} bytes over the output limit "
+                                                   f"({self.output_bytes:,} per cell, "
+                                                   f"{self.notebook_output_bytes:,} per notebook)")
 
-    # ------------------------------------------------------------------ the kernel guard
+    # ------------------------------------------------------------------ tests, in the judge
 
-    async def _checkpoint(self, index: int, stage: str) -> dict | None:
-        """Run the guard; None when it could not answer (the kernel is not trustworthy)."""
-        nonce = secrets.token_hex(8)
-        strict = "True" if self.strict_asserts else "False"
-        report = await self._guard_call(f"__ctxlab_guard__.checkpoint({nonce!r}, {stage!r}, {strict})", nonce)
-        if report is None:
-            self._event(index, "guard_unreachable", f"the grader's check ({stage}) got no valid answer")
+    async def _run_test(self, index: int, cell) -> None:
+        spec = self.context.judge
+        forbid = {name: spec.forbid[name] for name in spec.answer_names if spec.forbid.get(name)}
+        for attempt in range(2):
+            token = secrets.token_hex(16)
+            serving = self._serve(token)
+            report = await self._judge_call(
+                f"__ctxlab_judge__.begin({{nonce}}, {token!r}, {spec.answer_names!r}, {forbid!r})")
+            if report is not None and report.get("ok"):
+                break
+            await self._judge_call("__ctxlab_judge__.end({nonce})")
+            await self._finish_serving(serving, index, broken="not connected")
+            why = (report or {}).get("error") or "the judge's kernel did not answer"
+            if attempt == 0:
+                self._event(index, "judge_unreachable", f"{why}; the learner's kernel was restarted")
+                await self._recover(-1)
+                continue
+            cell.outputs = [_error("NotGraded", "the grader could not reach your code to test it "
+                                                "(your kernel did not answer, even after a restart)")]
+            return
+        outcome = await self._in_judge(self._execute(index, cell))
+        self._judge_tests.append(index)
+        self._report_output(index)
+        ended = await self._judge_call("__ctxlab_judge__.end({nonce})")
+        # Only the judge's own outputs count, and only its errors: no result sets a score.
+        cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
+        for output in cell.outputs:
+            if output.get("output_type") == "error" and (
+                    output.get("ename") == "ReferenceDisabled" or "is ctxlab's own answer" in str(output.get("evalue"))):
+                self._event(index, "reference_used", "the code under test called ctxlab's own answer to "
+                                                     "this exercise, which is switched off while it is graded")
+        if outcome in FATAL or outcome == "timeout":
+            self._event(index, "timeout" if outcome == "timeout" else outcome,
+                        f"this test ran for more than {self.timeout} s")
+            if outcome in FATAL:
+                await self._restart_judge()
+        await self._finish_serving(serving, index, broken=(ended or {}).get("broken"))
+
+    def _serve(self, token: str) -> str:
+        """Ask the learner's kernel to answer the judge (without waiting); the request's id."""
+        path = self.km.channel_path(SOCKET)
+        expression = (f"__import__({JUDGING_PACKAGE + '.agent'!r}, fromlist=['serve'])"
+                      f".serve({path!r}, {token!r}, {float(self.timeout or 60)!r})")
+        return self.kc.execute("", silent=True, store_history=False, user_expressions={"agent": expression},
+                               allow_stdin=False, stop_on_error=False)
+
+    async def _finish_serving(self, msg_id: str, index: int, broken: str | None = None) -> None:
+        """Wait for the learner's kernel to finish answering; interrupt or restart it if it hangs."""
+        if await self._wait_for_shell(self.kc, self.km, msg_id, 5 if broken is None else 2) is not None:
+            return
+        if await ensure_async(self.km.is_alive()):
+            with contextlib.suppress(Exception):
+                await ensure_async(self.km.interrupt_kernel())
+            if await self._wait_for_shell(self.kc, self.km, msg_id, 10) is not None:
+                self._event(index, "learner_interrupted", "the code under test was still running after the "
+                                                          "test ended and was interrupted")
+                return
+        self._event(index, "learner_restarted", "the code under test hung or ended its kernel while tested; "
+                                                "the kernel was restarted")
+        await self._recover(-1)
+
+    async def _in_judge(self, coroutine):
+        """Run ``coroutine`` (an nbclient execution) against the judge's kernel instead."""
+        learner = (self.km, self.kc)
+        self.km, self.kc = self.judge_km, self.judge_kc
+        try:
+            return await coroutine
+        finally:
+            self.judge_km, self.judge_kc = self.km, self.kc
+            self.km, self.kc = learner
+
+    async def _judge_call(self, template: str) -> dict | None:
+        """Evaluate a call of the judge module (``{nonce}`` filled in); its report, or None."""
+        if self.judge_kc is None:
             return None
-        changes = [str(c) for c in report.get("changes", [])][:40]
-        threads = [str(t) for t in report.get("threads", [])][:10]
-        refused = [str(r) for r in report.get("refused", [])][:10]
-        if refused:
-            self._event(index, "strict_equality", "equality claimed by the learner's own __eq__ was not "
-                                                  "accepted: " + "; ".join(refused))
-        if changes:
-            where = {"before_test": "before this test", "after_test": "while this test ran",
-                     "after_cell": "in this cell"}[stage]
-            self._event(index, "tampering", f"changed {where} and put back: " + "; ".join(changes))
-            if stage == "after_test":
-                self.nb.cells[index].outputs.append(_error(
-                    "GradingIntegrityError",
-                    "this test does not count: while it ran, code changed what tests rely on "
-                    f"({'; '.join(changes[:5])})",
-                ))
-        if threads:
-            self._event(index, "threads", "left background threads running: " + ", ".join(threads))
-        return report
-
-    async def _guard_call(self, expression: str, nonce: str) -> dict | None:
-        msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"guard": expression},
-                                 allow_stdin=False, stop_on_error=False)
-        reply = await self._wait_for_shell(msg_id, self.guard_timeout)
+        nonce = secrets.token_hex(8)
+        expression = template.replace("{nonce}", repr(nonce))
+        msg_id = self.judge_kc.execute("", silent=True, store_history=False, user_expressions={"r": expression},
+                                       allow_stdin=False, stop_on_error=False)
+        reply = await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id, self.judge_timeout + 30)
         if reply is None:
             return None
-        result = (reply["content"].get("user_expressions") or {}).get("guard") or {}
+        result = (reply["content"].get("user_expressions") or {}).get("r") or {}
         text = (result.get("data") or {}).get("text/plain", "") if result.get("status") == "ok" else ""
-        if not text or len(text) > 200_000:
-            return None
         try:
             report = json.loads(ast.literal_eval(text))
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return None
-        if not isinstance(report, dict) or report.get("nonce") != nonce or "error" in report:
-            return None
-        return report
+        return report if isinstance(report, dict) and report.get("nonce") == nonce else None
 
-    async def _wait_for_shell(self, msg_id: str, timeout: float) -> dict | None:
+    async def _judge_run_quietly(self, source: str) -> bool:
+        msg_id = self.judge_kc.execute(source, silent=True, store_history=False, allow_stdin=False,
+                                       stop_on_error=False)
+        reply = await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id, (self.timeout or 60) + 5)
+        return reply is not None and reply["content"].get("status") == "ok"
+
+    async def _wait_for_shell(self, kc, km, msg_id: str, timeout: float) -> dict | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
             try:
-                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=min(1.0, deadline - loop.time())))
+                msg = await ensure_async(kc.shell_channel.get_msg(timeout=min(1.0, max(0.05, deadline - loop.time()))))
             except Empty:
-                if not await ensure_async(self.km.is_alive()):
+                if not await ensure_async(km.is_alive()):
                     return None
                 continue
             if msg.get("parent_header", {}).get("msg_id") == msg_id:
@@ -333,40 +425,72 @@ class GuardedExecute(Execute):
 
     # ------------------------------------------------------------------ kernels
 
-    async def _start_kernel(self) -> None:
+    def _manager(self, *, judge: bool = False) -> SandboxedKernelManager:
         context = self.context
-        self.km = SandboxedKernelManager(
-            sandbox=context.sandbox, runtime_root=context.runtime_root,
-            lesson=context.lesson, files=context.files, config=self.config,
+        return SandboxedKernelManager(
+            sandbox=context.sandbox, runtime_root=context.runtime_root, lesson=context.lesson,
+            files=context.files, channel_dir=self._channel, channel_writable=judge, config=self.config,
         )
+
+    async def _start_kernel(self) -> None:
+        self.km = self._manager()
         await self.async_start_new_kernel()
         await self.async_start_new_kernel_client()
         info = await self.async_wait_for_reply(await ensure_async(self.kc.kernel_info()))
         if info is not None:
             self.nb.metadata["language_info"] = info["content"].get("language_info", {})
-        if self.guard:
-            nonce = secrets.token_hex(8)
-            report = await self._guard_call(f"__import__({GUARD_MODULE!r}).arm({nonce!r})", nonce)
-            if report is None:
-                raise RuntimeError("the kernel guard could not be armed in a fresh kernel; "
-                                   "check that the sandbox can import ctxlab (run with --verbose)")
-            for problem in report.get("problems", []):
-                self._event(-1, "environment", str(problem))
+        # Before any learner code: index ctxlab's functions, so references can be switched off.
+        msg_id = self.kc.execute("", silent=True, store_history=False, allow_stdin=False, user_expressions={
+            "agent": f"__import__({JUDGING_PACKAGE + '.agent'!r}, fromlist=['install']).install()"})
+        reply = await self._wait_for_shell(self.kc, self.km, msg_id, 120)
+        status = ((reply or {}).get("content", {}).get("user_expressions") or {}).get("agent", {}).get("status")
+        if status != "ok":
+            raise RuntimeError("the grading agent could not start in a fresh kernel; check that the sandbox "
+                               "can import ctxlab (run with --verbose)")
+
+    async def _start_judge(self) -> None:
+        learner = (self.km, self.kc)
+        self.km, self.kc = self._manager(judge=True), None
+        try:
+            await self.async_start_new_kernel()
+            await self.async_start_new_kernel_client()
+            self.judge_km, self.judge_kc = self.km, self.kc
+        finally:
+            self.km, self.kc = learner
+        msg_id = self.judge_kc.execute(f"import {JUDGING_PACKAGE}.judge as __ctxlab_judge__", silent=True,
+                                       store_history=False, allow_stdin=False)
+        await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id, 60)
+        path = self.judge_km.channel_path(SOCKET)
+        report = await self._judge_call(f"__ctxlab_judge__.start({{nonce}}, {path!r}, {float(self.timeout or 60)!r})")
+        if report is None or not report.get("ok"):
+            raise RuntimeError("the judge's kernel could not start; check that the sandbox can import ctxlab")
+
+    async def _restart_judge(self) -> None:
+        """A new judge after one that hung: replay the setup cells and the earlier test cells in it
+        quietly, with no learner's name bound (so the helpers tests define exist again)."""
+        await self._stop_judge()
+        await self._start_judge()
+        for index in sorted(self._judge_setup + self._judge_tests):
+            await self._judge_run_quietly(self.nb.cells[index].source)
 
     async def _stop_kernel(self) -> None:
         if self.km is not None:
             with contextlib.suppress(Exception):  # a kernel that is already gone is fine
                 await self._async_cleanup_kernel()
+            with contextlib.suppress(Exception):
+                self.km.release()
         self.km = None
         self.kc = None
 
-    async def _recover(self, culprit: int, reason: str | None) -> None:
-        """Start a new kernel and replay the cells that ran, without ``culprit``."""
+    async def _stop_judge(self) -> None:
+        if self.judge_km is not None:
+            await self._in_judge(self._stop_kernel())
+        self.judge_km = self.judge_kc = None
+
+    async def _recover(self, culprit: int) -> None:
+        """Start a new learner's kernel and replay the cells that ran, without ``culprit``."""
         if culprit >= 0:
-            self._skipped.add(culprit)
             self._replayable = [i for i in self._replayable if i != culprit]
-            if reason:
-                self._event(culprit, "skipped", f"{reason}; the kernel was restarted without it")
         while True:
             self._restarts += 1
             await self._stop_kernel()
@@ -377,22 +501,15 @@ class GuardedExecute(Execute):
             failed = await self._replay()
             if failed is None:
                 return
-            self._skipped.add(failed)
             self._replayable = [i for i in self._replayable if i != failed]
             self._event(failed, "skipped", "could not be replayed after a restart; left out")
 
     async def _replay(self) -> int | None:
-        """Re-run the replayable cells quietly; the index of one that failed, else None."""
+        """Re-run the replayable cells quietly; the index of one that failed to finish, else None."""
         for index in self._replayable:
             msg_id = self.kc.execute(self.nb.cells[index].source, silent=False, store_history=True,
                                      allow_stdin=False, stop_on_error=False)
-            reply = await self._wait_for_shell(msg_id, (self.timeout or 60) + 5)
+            reply = await self._wait_for_shell(self.kc, self.km, msg_id, (self.timeout or 60) + 5)
             if reply is None:
                 return index
-            if self.guard and await self._guard_call_quiet() is None:
-                return index
         return None
-
-    async def _guard_call_quiet(self) -> dict | None:
-        nonce = secrets.token_hex(8)
-        return await self._guard_call(f"__ctxlab_guard__.checkpoint({nonce!r}, 'after_cell', True)", nonce)

@@ -14,7 +14,7 @@ covering every lesson.
 
 >>> scrub("expected 9, got 4", ["assert secret(3) == 9"])
 'expected 9, got 4'
->>> scrub("failed at: assert secret(3) == 9", ["assert secret(3) == 9"])
+>>> scrub("failed at: assert secret_value(3) == 9 + offset", ["assert secret_value(3) == 9 + offset"])
 '(not shown: the message quotes hidden test code)'
 """
 
@@ -24,10 +24,11 @@ import html
 from pathlib import Path
 
 from .report import notes_of
+from .scrubbing import MAX_MESSAGE, quotes_hidden, scrub
 
 __all__ = ["scrub", "lesson_section", "lesson_page", "student_page", "write_feedback", "MAX_MESSAGE"]
 
-MAX_MESSAGE = 600
+MAX_NAME = 60
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; margin: 1rem 0; }
@@ -37,19 +38,16 @@ code, pre { font-family: ui-monospace, monospace; white-space: pre-wrap; }
 """
 
 
-def scrub(message: str, hidden: list[str]) -> str:
-    """``message`` shortened, or withheld when it quotes one of the ``hidden`` lines."""
-    if any(line in message for line in hidden):
-        return "(not shown: the message quotes hidden test code)"
-    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + " …"
-
-
 def _failure(test: dict, hidden: list[str]) -> str:
     error = test.get("error") or {}
     if error.get("ename") == "stderr":
         first = (error.get("evalue") or "").strip().splitlines()[:1]
         return "wrote to standard error, which fails a test: " + scrub(first[0] if first else "", hidden)
-    name, value = error.get("ename", "Error"), scrub(error.get("evalue", ""), hidden)
+    # The exception's name is the learner's to choose too: shown only when it reads as a name.
+    name = str(error.get("ename") or "Error")
+    if len(name) > MAX_NAME or not name.replace(".", "").replace("_", "").isalnum() or quotes_hidden(name, hidden):
+        name = "Error"
+    value = scrub(error.get("evalue", ""), hidden)
     return f"{name}: {value}" if value else name
 
 

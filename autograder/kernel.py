@@ -23,11 +23,13 @@ import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 
-from .sandbox import GUARD_MODULE, Sandbox
+from .limits import process_group, remove_group, small_tmpfs, unmount
+from .sandbox import CHANNEL_DIR, JUDGING_PACKAGE, Sandbox
 
 __all__ = ["SandboxedKernelManager", "LimitedKernelClient", "KERNEL_COMMAND"]
 
 KERNEL_COMMAND = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+CONNECTION_BYTES = 4 * 1024 * 1024  # the connection file and a few sockets
 
 
 class LimitedKernelClient(AsyncKernelClient):
@@ -52,8 +54,12 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     interrupt_mode = "message"
 
-    def __init__(self, *, sandbox: Sandbox, runtime_root: Path, lesson: str, files: dict[str, str], **kwargs):
+    def __init__(self, *, sandbox: Sandbox, runtime_root: Path, lesson: str, files: dict[str, str],
+                 channel_dir: str | None = None, channel_writable: bool = False, **kwargs):
         folder = os.path.realpath(tempfile.mkdtemp(prefix="kernel-", dir=runtime_root))
+        # The kernel's only writable host folder: a small tmpfs when the grader may mount one.
+        self.mounted = sandbox.isolated and small_tmpfs(folder, CONNECTION_BYTES)
+        self.cgroup = process_group(sandbox.limits.processes) if sandbox.isolated else None
         super().__init__(
             kernel_name="python3",
             transport="ipc",
@@ -66,13 +72,31 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.lesson = lesson
         self.files = files
         self.connection_dir = folder
+        self.channel_dir = channel_dir
+        self.channel_writable = channel_writable
         self.kernel_spec.interrupt_mode = self.interrupt_mode
+
+    def release(self) -> None:
+        """After shutdown: kill what is left in the kernel's process group, unmount its tmpfs."""
+        remove_group(self.cgroup)
+        self.cgroup = None
+        if self.mounted:
+            unmount(self.connection_dir)
+            self.mounted = False
+
+    def channel_path(self, name: str) -> str:
+        """Where the file ``name`` of the judge's channel folder is, as this kernel sees it."""
+        if self.channel_dir is None:
+            raise RuntimeError("this kernel was started without the judge's channel")
+        return f"{CHANNEL_DIR}/{name}" if self.sandbox.isolated else os.path.join(self.channel_dir, name)
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = [part.replace("{connection_file}", self.connection_file) for part in KERNEL_COMMAND]
         return self.sandbox.command(
             command + list(extra_arguments or []),
             connection_dir=self.connection_dir, lesson=self.lesson, files=self.files,
+            channel_dir=self.channel_dir, channel_writable=self.channel_writable,
+            cgroup=str(self.cgroup) if self.cgroup else None,
         )
 
     async def start_kernel(self, **kw) -> None:
@@ -87,9 +111,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     def _unsandboxed_setup(self) -> tuple[dict, str]:
         """With ``--no-sandbox``: the same environment and files, in a private folder of the host."""
         base = Path(self.connection_dir)
-        guard = base / "guard"
+        guard = base / "judging"
         guard.mkdir()
-        shutil.copy(self.sandbox.guard_file, guard / f"{GUARD_MODULE}.py")
+        shutil.copytree(self.sandbox.judging_dir, guard / JUDGING_PACKAGE,
+                        ignore=shutil.ignore_patterns("__pycache__"))
         workdir = base / "work" / self.lesson
         workdir.mkdir(parents=True)
         for name, host_path in self.files.items():

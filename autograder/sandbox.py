@@ -16,7 +16,7 @@ with what to install; grading refuses to start unless the instructor passes ``--
 >>> limits = Limits(memory_mb=1024)
 >>> limits.memory_bytes
 1073741824
->>> Sandbox(isolated=False, readonly=(), guard_file="/x/kernel_guard.py", limits=limits).command(
+>>> Sandbox(isolated=False, readonly=(), judging_dir="/x/judging", limits=limits).command(
 ...     ["python", "-m", "ipykernel_launcher"], connection_dir="/c", lesson="01-budget")[-3:]
 ['python', '-m', 'ipykernel_launcher']
 """
@@ -32,18 +32,22 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .limits import pids_root
+
 __all__ = [
     "Limits",
     "Sandbox",
     "SandboxUnavailable",
-    "GUARD_DIR",
-    "GUARD_MODULE",
+    "JUDGING_DIR",
+    "JUDGING_PACKAGE",
+    "CHANNEL_DIR",
     "default_readonly_paths",
     "probe",
 ]
 
-GUARD_DIR = "/opt/ctxlab-grader"
-GUARD_MODULE = "ctxlab_kernel_guard"
+JUDGING_DIR = "/opt/ctxlab-grader"
+JUDGING_PACKAGE = "ctxlab_judging"  # autograder/judging, mounted read-only in every grading kernel
+CHANNEL_DIR = "/run/judge"  # where the judge's socket is, in both kernels of one notebook
 SANDBOX_HOME = "/tmp/home"
 ETC_FILES = ("/etc/fonts", "/etc/localtime", "/etc/ld.so.cache", "/etc/mime.types")
 SANDBOX_UID = 1000
@@ -58,11 +62,13 @@ INSTALL_HINT = (
 _LIMITS_CODE = (
     "import os,resource as r,sys\n"
     "a,f,n=(int(x) for x in sys.argv[1:4])\n"
+    "g=sys.argv[4]\n"
+    "g and open(g,'w').write(str(os.getpid()))\n"
     "r.setrlimit(r.RLIMIT_CORE,(0,0))\n"
     "a and r.setrlimit(r.RLIMIT_AS,(a,a))\n"
     "f and r.setrlimit(r.RLIMIT_FSIZE,(f,f))\n"
     "n and r.setrlimit(r.RLIMIT_NPROC,(n,n))\n"
-    "os.execvp(sys.argv[5],sys.argv[5:])\n"
+    "os.execvp(sys.argv[6],sys.argv[6:])\n"
 )
 
 # Run inside the sandbox by probe(): every check prints one line; "ok" only if all pass.
@@ -155,33 +161,40 @@ class Sandbox:
     """How grading kernels are started: isolated with bubblewrap, or (``--no-sandbox``) plainly.
 
     ``readonly`` are host folders made visible read-only at the same path (the Python
-    environment, ctxlab); ``guard_file`` is ``kernel_guard.py``, mounted as an importable module.
+    environment, ctxlab); ``judging_dir`` is the ``autograder/judging`` package, mounted in every
+    kernel as the importable package ``ctxlab_judging``.
     """
 
     isolated: bool
     readonly: tuple[str, ...]
-    guard_file: str
+    judging_dir: str
     limits: Limits = field(default_factory=Limits)
 
-    def _launcher(self, command: list[str]) -> list[str]:
-        processes = _processes_of_this_user() + self.limits.processes if self.isolated else 0
+    def _launcher(self, command: list[str], cgroup: str | None = None) -> list[str]:
+        # RLIMIT_NPROC counts every process of the user and does not hold for root; a cgroup
+        # (``cgroup``: its cgroup.procs, which the launcher joins) caps the kernel alone.
+        processes = _processes_of_this_user() + self.limits.processes if self.isolated and os.geteuid() else 0
         return [
             sys.executable, "-I", "-S", "-c", _LIMITS_CODE,
-            str(self.limits.memory_bytes), str(self.limits.scratch_bytes), str(processes), "--",
+            str(self.limits.memory_bytes), str(self.limits.scratch_bytes), str(processes), cgroup or "", "--",
             *command,
         ]
 
     def command(
-        self, kernel_cmd: list[str], *, connection_dir: str, lesson: str, files: dict[str, str] | None = None
+        self, kernel_cmd: list[str], *, connection_dir: str, lesson: str, files: dict[str, str] | None = None,
+        channel_dir: str | None = None, channel_writable: bool = True, cgroup: str | None = None,
     ) -> list[str]:
         """The full command line that starts ``kernel_cmd`` inside the sandbox.
 
-        ``connection_dir`` (the kernel's sockets) is the only host folder it may write; ``files``
-        (name -> host path) are put read-only in its working folder ``/tmp/<lesson>``.
+        ``connection_dir`` (the kernel's sockets) and ``channel_dir`` (the judge's socket, shared
+        by the two kernels of one notebook, at :data:`CHANNEL_DIR`; read-only unless
+        ``channel_writable``: the learner's kernel only connects there) are the only host folders
+        it may write; ``files`` (name -> host path) are put read-only in its working folder
+        ``/tmp/<lesson>``. ``cgroup`` is the ``cgroup.procs`` of a process group to join.
         """
         files = files or {}
         if not self.isolated:
-            return self._launcher(kernel_cmd)
+            return self._launcher(kernel_cmd, cgroup)
         workdir = f"/tmp/{lesson}"
         args = [
             shutil.which("bwrap") or "bwrap",
@@ -207,15 +220,17 @@ class Sandbox:
         for path in self.readonly:
             args += ["--ro-bind", path, path]
         args += [
-            "--ro-bind", self.guard_file, f"{GUARD_DIR}/{GUARD_MODULE}.py",
+            "--ro-bind", self.judging_dir, f"{JUDGING_DIR}/{JUDGING_PACKAGE}",
             "--dir", SANDBOX_HOME, "--dir", workdir,
         ]
+        if channel_dir:
+            args += ["--bind" if channel_writable else "--ro-bind", channel_dir, CHANNEL_DIR]
         for name, host_path in sorted(files.items()):
             args += ["--ro-bind", host_path, f"{workdir}/{name}"]
         args += ["--bind", connection_dir, connection_dir, "--chdir", workdir, "--clearenv"]
         for key, value in self.environment().items():
             args += ["--setenv", key, value]
-        return self._launcher([*args, "--", *kernel_cmd])
+        return self._launcher([*args, "--", *kernel_cmd], cgroup)
 
     def environment(self) -> dict[str, str]:
         """The kernel's whole environment inside the sandbox (nothing is inherited)."""
@@ -224,7 +239,7 @@ class Sandbox:
             "USER": "learner",
             "LANG": "C.UTF-8",
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-            "PYTHONPATH": GUARD_DIR,
+            "PYTHONPATH": JUDGING_DIR,
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
             "MPLBACKEND": "Agg",
@@ -261,6 +276,13 @@ def probe(sandbox: Sandbox, secrets: list[Path]) -> None:
     """
     if not sandbox.isolated:
         return
+    if os.geteuid() == 0 and pids_root() is None:
+        raise SandboxUnavailable(
+            "the grader runs as root, where the per-user process limit does not hold, and no cgroup with "
+            "the pids controller is writable here, so a learner's code could fork without bound. Run the "
+            "grader as an ordinary user, or give it a writable pids cgroup (cgroup v2 with `pids` in "
+            "cgroup.subtree_control, or v1 mounted at /sys/fs/cgroup/pids)."
+        )
     if shutil.which("bwrap") is None:
         raise SandboxUnavailable(
             "bubblewrap (`bwrap`) is not installed, so learners' code cannot be isolated "

@@ -23,6 +23,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .references import ReferenceSpecError, answer_names, forbid_map
 from .release import lessons_in, nbgrader_env
 
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent
@@ -33,7 +34,7 @@ __all__ = [
 
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 MIN_HIDDEN_LINE = 12  # shorter lines ("else:", "pass") are too common to scrub
-TEMPLATE_VERSION = "1"
+TEMPLATE_VERSION = "2"
 
 
 class TemplateError(RuntimeError):
@@ -61,6 +62,8 @@ class Lesson:
     answers: list[str] = field(default_factory=list)
     hidden_lines: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    answer_names: list[str] = field(default_factory=list)  # what tests may reach of the learner's work
+    forbid: dict[str, list[list[str]]] = field(default_factory=dict)  # ctxlab's references, per answer name
 
     @property
     def filename(self) -> str:
@@ -94,7 +97,7 @@ def _first_line(source: str) -> str:
         if text.startswith(quote):
             text = text[3:]
             break
-    return text.splitlines()[0].strip().rstrip('"').strip() if text else ""
+    return text.splitlines()[0].strip().rstrip(";").rstrip('"').strip() if text else ""
 
 
 def _describe(root: Path, name: str, digest: str) -> Lesson:
@@ -102,16 +105,23 @@ def _describe(root: Path, name: str, digest: str) -> Lesson:
     released = root / "course" / name / source_nb.name
     source = json.loads(source_nb.read_text(encoding="utf-8"))
     lesson = Lesson(name=name, notebook=source_nb.stem, digest=digest, released=str(released), max_score=0.0)
+    answers = []
     for cell in source["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         text = _source(cell)
         if meta.get("solution"):
             lesson.answers.append(meta["grade_id"])
+            answers.append(text)
         if meta.get("grade") and not meta.get("solution"):
             hidden = "BEGIN HIDDEN TESTS" in text
             lesson.tests.append(GradedTest(meta["grade_id"], float(meta.get("points", 0)), _first_line(text), hidden))
             lesson.max_score += float(meta.get("points", 0))
         lesson.hidden_lines += hidden_lines(text)
+    lesson.answer_names = answer_names(answers)
+    try:
+        lesson.forbid = forbid_map(source.get("metadata", {}).get("ctxlab", {}).get("references", {}))
+    except ReferenceSpecError as err:
+        raise TemplateError(f"solutions/{name}/{source_nb.name}: {err}") from None
     for path in sorted((root / "solutions" / name).rglob("*")):
         if path.is_file() and path.suffix != ".ipynb" and ".ipynb_checkpoints" not in path.parts:
             lesson.files[str(path.relative_to(root / "solutions" / name))] = str(path)

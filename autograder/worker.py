@@ -22,11 +22,16 @@ import logging
 import os
 import shutil
 import sys
+import time
 import traceback
 import warnings
 from pathlib import Path
 
-__all__ = ["grade_student", "release_lessons", "failure_of", "serve", "main"]
+from .limits import remove_tree
+
+__all__ = ["grade_student", "release_lessons", "failure_of", "serve", "main", "JUDGING_DIR"]
+
+JUDGING_DIR = str(Path(__file__).resolve().parent / "judging")
 
 
 def _write_json(path: Path, data) -> None:
@@ -92,8 +97,8 @@ def _autograde(root: Path, student: str, lesson, context, options: dict) -> None
     config.OverwriteCells.add_missing_cells = True
     config.Execute.timeout = options["limits"]["cell_timeout"]
     config.GuardedExecute.output_bytes = options["limits"]["output_bytes"]
-    config.GuardedExecute.guard = options["guard"]
-    config.GuardedExecute.strict_asserts = options["strict_asserts"]
+    deadline = options.get("deadline")
+    config.GuardedExecute.notebook_timeout = max(1, int(deadline - time.time())) if deadline else 0
     config.Autograde.autograde_preprocessors = [
         GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
         SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
@@ -120,7 +125,7 @@ def _scores(root: Path, student: str, lesson) -> dict:
 def _grade_lesson(root: Path, student: str, lesson, spec: dict, options: dict, runtime: Path) -> dict:
     import nbformat
 
-    from .execute import ExecutionContext
+    from .execute import ExecutionContext, JudgeSpec
     from .notebook import read_notebook
     from .restore import restore_tests
     from .sandbox import Limits, Sandbox
@@ -152,9 +157,10 @@ def _grade_lesson(root: Path, student: str, lesson, spec: dict, options: dict, r
 
     limits = Limits(**options["limits"])
     sandbox = Sandbox(isolated=options["sandbox"], readonly=tuple(options["readonly"]),
-                      guard_file=options["guard_file"], limits=limits)
+                      judging_dir=options.get("judging_dir") or JUDGING_DIR, limits=limits)
     context = ExecutionContext(sandbox=sandbox, runtime_root=runtime, lesson=lesson.name,
-                               files={name: str(source / name) for name in lesson.files})
+                               files={name: str(source / name) for name in lesson.files},
+                               judge=JudgeSpec(answer_names=list(lesson.answer_names), forbid=dict(lesson.forbid)))
     try:
         _autograde(root, student, lesson, context, options)
     except Exception as err:
@@ -201,11 +207,14 @@ def grade_student(job: dict) -> dict:
     lessons = load_template(template)
     results = {}
     runtime = Path(job["runtime"])
+    options = dict(job["options"])
+    if options.get("student_timeout"):  # one budget for all of the student's lessons
+        options["deadline"] = time.time() + float(options["student_timeout"])
     try:
         for name, spec in job["lessons"].items():
-            results[name] = _grade_lesson(root, job["student"], lessons[name], spec, job["options"], runtime)
+            results[name] = _grade_lesson(root, job["student"], lessons[name], spec, options, runtime)
     finally:
-        shutil.rmtree(runtime, ignore_errors=True)
+        remove_tree(runtime)
     return {"student": job["student"], "lessons": results, "gradebook": str(root / "gradebook.db")}
 
 
@@ -231,12 +240,26 @@ def serve(lines, answer) -> None:
             handler.close()
 
 
+WORKER_MEMORY_MB = 6144  # nbgrader, one notebook's outputs and the kernels' messages fit well within it
+
+
+def _limit_memory() -> None:
+    """Cap the worker's own address space (soft limit, so kernels can still get theirs)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = WORKER_MEMORY_MB * 1024 * 1024
+    if soft == resource.RLIM_INFINITY or soft > limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in ("serve", "student", "template") or len(argv) != (1 if argv[0] == "serve" else 2):
         print("usage: python -m autograder.worker {serve | student JOB.json | template JOB.json}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.ERROR, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    _limit_memory()
     warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy warnings; the result file says what matters
     _path_with_scripts()
     if argv[0] == "serve":

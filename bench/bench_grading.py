@@ -1,5 +1,6 @@
-"""Grading a class: the parallel `python -m autograder grade` against plain sequential `nbgrader
-autograde`, on the same submissions, timed in one run.
+"""Grading a class: the parallel `python -m autograder grade` (test cells judged in their own
+kernel) against the same grader before the judge (tests in the learner's kernel, guarded) and
+against plain sequential `nbgrader autograde`, on the same submissions, timed in one run.
 
     .venv/bin/python bench/run.py --only grading                  # 30 students x every lesson
     .venv/bin/python bench/bench_grading.py --students 6 --lessons 01-budget --jobs 2
@@ -9,8 +10,11 @@ solution, the blank learner notebook, or the reference with one known wrong answ
 tests/wrong_answers/), so grading does the work a real class gives it. Both graders start from
 nothing: each releases the lessons into its own gradebook, then grades every notebook.
 
-* parallel: `python -m autograder grade` with `--jobs` workers (default: the CPUs), sandboxed,
-  with the guard, exactly as an instructor runs it;
+* judge: `python -m autograder grade` with `--jobs` workers (default: the CPUs), sandboxed,
+  every test cell in a judge's kernel, exactly as an instructor runs it;
+* before the judge: the `autograder/` package of commit ``BEFORE_JUDGE`` (extracted with
+  `git archive`), same options: sandboxed, tests in the learner's kernel with the in-kernel
+  guard. The judge's target is at most 1.2x its time;
 * sequential: `nbgrader generate_assignment` then `nbgrader autograde LESSON` for each lesson,
   in a copy of the course, as the nbgrader documentation shows (one student after another,
   no sandbox).
@@ -49,6 +53,7 @@ from support.pipeline import fill, load_wrong_answers, solution_sources  # noqa:
 from autograder.release import lessons_in  # noqa: E402
 
 KINDS = ("solution", "blank", "wrong")
+BEFORE_JUDGE = "a74d77d"  # the last grader that ran test cells in the learner's kernel
 
 
 def environment() -> dict[str, str]:
@@ -83,12 +88,27 @@ def make_class(folder: Path, lessons: list[str], students: int) -> dict[tuple[st
     return kinds
 
 
-def time_parallel(submissions: Path, out: Path, lessons: list[str], jobs: int) -> tuple[float, dict]:
+def grader_before_judge(folder: Path) -> Path:
+    """The autograder package as it was at ``BEFORE_JUDGE``, extracted under ``folder``."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", BEFORE_JUDGE, "autograder"], cwd=REPO, capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"cannot extract the grader of {BEFORE_JUDGE} (a clone with full history is needed): "
+                         f"{archive.stderr.decode()[-500:]}")
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def time_parallel(submissions: Path, out: Path, lessons: list[str], jobs: int,
+                  grader: Path | None = None) -> tuple[float, dict]:
+    env = environment()
+    if grader is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(grader), env.get("PYTHONPATH", "")])
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--course", str(REPO),
          "--lessons", ",".join(lessons), "--jobs", str(jobs), "--fresh", "--quiet"],
-        cwd=REPO, env=environment(), capture_output=True, text=True, check=False,
+        cwd=grader or REPO, env=env, capture_output=True, text=True, check=False,
     )
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
@@ -132,11 +152,14 @@ def measure_grading(*, students: int = 30, jobs: int = 0, lessons: list[str] | N
         scratch = Path(scratch)
         kinds = make_class(scratch / "submissions", lessons, students)
         parallel, ours = time_parallel(scratch / "submissions", scratch / "parallel", lessons, jobs)
+        before, earlier = time_parallel(scratch / "submissions", scratch / "before", lessons, jobs,
+                                        grader=grader_before_judge(scratch / "grader-before"))
         sequential, theirs = time_sequential(scratch / "submissions", scratch / "sequential", lessons)
     mismatches = [
         {"student": s, "lesson": lesson, "kind": kinds[(s, lesson)], "parallel": ours.get((s, lesson)),
-         "sequential": theirs.get((s, lesson))}
-        for s, lesson in sorted(kinds) if ours.get((s, lesson)) != theirs.get((s, lesson))
+         "before_judge": earlier.get((s, lesson)), "sequential": theirs.get((s, lesson))}
+        for s, lesson in sorted(kinds)
+        if not ours.get((s, lesson)) == earlier.get((s, lesson)) == theirs.get((s, lesson))
     ]
     return {
         "what": "grading students x lessons: python -m autograder grade (parallel) vs nbgrader autograde (sequential)",
@@ -144,7 +167,9 @@ def measure_grading(*, students: int = 30, jobs: int = 0, lessons: list[str] | N
         "students": students, "lessons": lessons, "notebooks": len(kinds), "jobs": jobs,
         "cpus": os.cpu_count(), "python": platform.python_version(),
         "parallel_seconds": round(parallel, 1), "sequential_seconds": round(sequential, 1),
-        "ratio": round(sequential / parallel, 2),
+        "before_judge_seconds": round(before, 1), "before_judge_commit": BEFORE_JUDGE,
+        "ratio": round(sequential / parallel, 2), "judge_cost": round(parallel / before, 2),
+        "load_before": os.getloadavg()[0],
         "scores_agree": not mismatches, "mismatches": mismatches,
     }
 
@@ -157,9 +182,12 @@ def section(report: dict) -> str:
         f"{report['students']} students x {len(report['lessons'])} lessons ({', '.join(report['lessons'])}): "
         f"{report['notebooks']} notebooks, {report['cpus']} CPUs, {report['jobs']} parallel workers.\n\n"
         "| grader | wall time |\n| --- | ---: |\n"
-        f"| `python -m autograder grade` (parallel, sandboxed, guarded) | {report['parallel_seconds']:.1f} s |\n"
+        f"| `python -m autograder grade` (parallel, sandboxed, tests in the judge) | {report['parallel_seconds']:.1f} s |\n"
+        f"| the same before the judge ({report['before_judge_commit']}: tests in the learner's kernel) "
+        f"| {report['before_judge_seconds']:.1f} s |\n"
         f"| `nbgrader autograde`, lesson by lesson (sequential, no sandbox) | {report['sequential_seconds']:.1f} s |\n\n"
-        f"Ratio (sequential / parallel): **{report['ratio']}x**, measured in one run. "
+        f"Ratio (sequential / parallel): **{report['ratio']}x**; the judge's cost (judge / before the "
+        f"judge): **{report['judge_cost']}x** (target at most 1.2x), measured in one run. "
         f"Both include releasing the lessons into a new gradebook. Scores agree on every notebook: {agree}.\n"
     )
 

@@ -22,17 +22,20 @@ def _no_api_key(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
 
-_graded: dict[str, GradedLesson] = {}
+_graded: dict[tuple[str, str], GradedLesson] = {}
 
 
 @pytest.fixture(scope="session")
 def graded_lesson(tmp_path_factory):
-    """``graded_lesson("01-budget")``: the lesson released and autograded for real with nbgrader
-    (solution, blank and every listed wrong answer as students), once per test session."""
+    """``graded_lesson("01-budget")``: the lesson graded for real by ``python -m autograder grade``
+    (the judge), with the solution, the blank notebook and every listed wrong answer as students;
+    ``graded_lesson("01-budget", engine="nbgrader")``: the solution and the blank notebook graded
+    by plain nbgrader, with the tests in the learner's kernel. Once per test session each."""
 
-    def get(lesson: str) -> GradedLesson:
-        if lesson not in _graded:
-            _graded[lesson] = grade_lesson(lesson, tmp_path_factory.mktemp(f"grade-{lesson}"))
-        return _graded[lesson]
+    def get(lesson: str, engine: str = "judge") -> GradedLesson:
+        if (lesson, engine) not in _graded:
+            folder = tmp_path_factory.mktemp(f"grade-{lesson}-{engine}")
+            _graded[(lesson, engine)] = grade_lesson(lesson, folder, engine=engine)
+        return _graded[(lesson, engine)]
 
     return get

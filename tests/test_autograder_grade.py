@@ -153,7 +153,7 @@ def test_each_submission_gets_what_its_honest_part_deserves(case, graded):
     assert lesson["status"] == "graded", lesson["notes"]
     assert tests and lesson["max_score"] == sum(t["points"] for t in tests.values())
     for grade_id, test in tests.items():
-        lost = case.expect == "count-chat-zero" and grade_id.startswith("count-chat")
+        lost = case.expect == "zero" or (case.expect == "count-chat-zero" and grade_id.startswith("count-chat"))
         want = 0 if lost else test["points"]
         assert test["score"] == want, f"{case.student}: {grade_id} scored {test['score']}, deserves {want}: {test['error']}"
     row = next(r for r in graded["rows"] if r["student"] == case.student)
@@ -165,15 +165,44 @@ def test_each_hostile_submission_has_a_clear_note_in_the_summary(case, graded):
     summary = graded["summary"]
     section = re.search(rf"- \*\*{re.escape(case.student)}\*\*.*?(?=\n- \*\*|\n## )", summary, re.S)
     assert section, f"{case.student} is not listed under 'Needs your attention'"
+    text = re.sub(r"\\([\\`*_\[\]|~#!])", r"\1", section.group(0))  # the summary escapes Markdown
     for pattern in case.notes:
-        assert re.search(pattern, section.group(0)), f"{case.student}: no note matching {pattern!r} in:\n{section.group(0)}"
+        assert re.search(pattern, text), f"{case.student}: no note matching {pattern!r} in:\n{section.group(0)}"
     row = next(r for r in graded["rows"] if r["student"] == case.student)
     assert row["attention"] == "yes"
 
 
+def full_marks() -> str:
+    solution = json.loads((REPO / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    points = sum(c["metadata"].get("nbgrader", {}).get("points", 0) for c in solution["cells"]
+                 if c["metadata"].get("nbgrader", {}).get("grade"))
+    return f"{points:g}"
+
+
 def test_the_honest_student_needs_no_attention(graded):
     row = next(r for r in graded["rows"] if r["student"] == "honest")
-    assert (row["score"], row["max_score"], row["status"], row["attention"]) == ("17", "17", "graded", "no")
+    most = full_marks()
+    assert (row["score"], row["max_score"], row["status"], row["attention"]) == (most, most, "graded", "no")
+
+
+def _outputs(graded, student: str) -> list[str]:
+    notebook = graded["out"] / "autograded" / student / LESSON / NOTEBOOK
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return ["".join(o.get("text", "")) for c in cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
+
+
+def test_a_learner_who_dumps_everything_it_can_reach_finds_no_hidden_test(graded):
+    """While the hidden tests called its code, the learner's kernel gathered every string it could
+    reach (frames, gc, linecache, In, files); none of them is a line of a hidden test."""
+    (report,) = [text for text in _outputs(graded, "dumps-everything") if text.startswith("FOUND")]
+    found, hidden, seen = (int(n) for n in re.findall(r"\d+", report))
+    assert hidden > 20 and seen > 1000, report
+    assert found == 0, report
+
+
+def test_the_process_limit_holds_whoever_runs_the_grader(graded):
+    (report,) = [text for text in _outputs(graded, "resources") if text.startswith("forked")]
+    assert int(report.split()[1]) < 300, report
 
 
 def test_the_submissions_were_not_modified(graded):
@@ -234,7 +263,7 @@ def test_a_second_run_keeps_every_grade(graded):
 
 
 def test_the_batch_stays_within_its_time_budget(graded):
-    assert graded["elapsed"] < 240, f"grading the hostile class took {graded['elapsed']:.0f} s"
+    assert graded["elapsed"] < 480, f"grading the hostile class took {graded['elapsed']:.0f} s"
 
 
 def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path):
@@ -272,5 +301,25 @@ def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "kept 1 student(s)" in result.stderr
     rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
-    assert [(r["student"], r["score"], r["status"]) for r in rows] == [("ann", "17", "graded"), ("ben", "17", "graded")]
+    most = full_marks()
+    assert [(r["student"], r["score"], r["status"]) for r in rows] == [("ann", most, "graded"), ("ben", most, "graded")]
     shutil.rmtree(out / "work", ignore_errors=True)
+
+
+def test_a_student_who_spends_the_time_limit_keeps_what_ran(tmp_path):
+    """Cells that each sleep just under the cell timeout, after every answer and test: the student's
+    time runs out, the rest is not run, and everything that ran keeps its score."""
+    require_sandbox()
+    from hostile.cases import at_end, solved
+
+    released, answers = released_and_answers()
+    submissions, out = tmp_path / "submissions", tmp_path / "out"
+    (submissions / "sleepy" / LESSON).mkdir(parents=True)
+    notebook = at_end(solved(released, answers), *["import time\ntime.sleep(9)"] * 20)
+    (submissions / "sleepy" / LESSON / NOTEBOOK).write_text(json.dumps(notebook))
+    result = run_grader(submissions, out, "--student-timeout", "90")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (row,) = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    assert (row["score"], row["status"], row["attention"]) == (full_marks(), "graded", "yes"), row
+    assert "time limit" in (out / "summary.md").read_text()
+

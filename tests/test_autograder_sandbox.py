@@ -14,7 +14,7 @@ from support.pipeline import REPO, offline_env
 from autograder import sandbox as sandbox_module
 from autograder.sandbox import Limits, Sandbox, SandboxUnavailable, default_readonly_paths, probe
 
-GUARD = str(REPO / "autograder" / "kernel_guard.py")
+JUDGING = str(REPO / "autograder" / "judging")
 
 INSIDE = r"""
 import json, os, resource, socket, sys
@@ -36,7 +36,7 @@ print(json.dumps(seen))
 
 
 def isolated(limits: Limits | None = None) -> Sandbox:
-    return Sandbox(isolated=True, readonly=default_readonly_paths(), guard_file=GUARD, limits=limits or Limits())
+    return Sandbox(isolated=True, readonly=default_readonly_paths(), judging_dir=JUDGING, limits=limits or Limits())
 
 
 def test_a_sandboxed_process_sees_no_secret_and_no_network(tmp_path):
@@ -67,7 +67,7 @@ def test_a_sandboxed_process_sees_no_secret_and_no_network(tmp_path):
 def test_the_probe_passes_here_and_catches_a_visible_secret(tmp_path):
     require_sandbox()
     probe(isolated(), [REPO / "solutions", tmp_path])
-    exposed = Sandbox(isolated=True, readonly=(*default_readonly_paths(), str(tmp_path)), guard_file=GUARD)
+    exposed = Sandbox(isolated=True, readonly=(*default_readonly_paths(), str(tmp_path)), judging_dir=JUDGING)
     with pytest.raises(SandboxUnavailable, match="lies inside"):
         probe(exposed, [tmp_path / "solutions"])
 

@@ -113,22 +113,26 @@ def test_course_is_what_release_generates(lesson, graded_lesson):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ["judge", "nbgrader"])
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_solution_scores_full_marks(lesson, graded_lesson):
-    result = graded_lesson(lesson).results["solution"]
+def test_solution_scores_full_marks(lesson, engine, graded_lesson):
+    """In the judge (how the class is graded) and in the learner's kernel (Validate, plain nbgrader)."""
+    result = graded_lesson(lesson, engine).results["solution"]
     lost = {k: v for k, v in result.cells.items() if v < result.max_cells[k]}
-    assert not lost, f"{lesson}: the solution loses points in {lost}"
+    assert not lost, f"{lesson} ({engine}): the solution loses points in {lost}: " + str(
+        {k: result.errors.get(k) for k in lost})
     assert result.score == result.max_score > 0
     assert not result.needs_manual_grade
     assert not result.stderr_cells, f"{lesson}: test cells wrote to stderr: {result.stderr_cells}"
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ["judge", "nbgrader"])
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_blank_notebook_scores_zero(lesson, graded_lesson):
-    result = graded_lesson(lesson).results["blank"]
+def test_blank_notebook_scores_zero(lesson, engine, graded_lesson):
+    result = graded_lesson(lesson, engine).results["blank"]
     scored = {k: v for k, v in result.cells.items() if v}
-    assert result.score == 0, f"{lesson}: a blank notebook scores {result.score} in {scored}"
+    assert result.score == 0, f"{lesson} ({engine}): a blank notebook scores {result.score} in {scored}"
     assert result.max_score > 0
 
 
@@ -141,4 +145,40 @@ def test_wrong_answer_fails_its_named_test(lesson, wrong, graded_lesson):
     for test_id in spec.fails:
         assert test_id in result.cells, f"{lesson}: no test cell named {test_id!r}"
         assert result.cells[test_id] == 0, f"{lesson}: wrong answer {wrong!r} passes {test_id!r}"
+        error = result.errors.get(test_id) or {}
+        assert error.get("ename") == "AssertionError" and error.get("evalue", "").strip(), (
+            f"{lesson}: {test_id!r} fails {wrong!r} with {error.get('ename')}: {error.get('evalue')!r}; "
+            "a failing test should explain itself with an AssertionError that says what to change"
+        )
     assert 0 < result.score < result.max_score, "the rest of the notebook should still be graded"
+
+
+def _rules(lesson: str) -> list[dict]:
+    import importlib.util
+
+    from support.pipeline import REPO as repo
+
+    path = repo / "tests" / "wrong_answers" / f"{lesson.replace('-', '_')}.py"
+    spec = importlib.util.spec_from_file_location(f"rules_{lesson}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(getattr(module, "RULES", []))
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_rule_has_a_test_and_a_wrong_answer_that_breaks_only_it(lesson):
+    """tests/wrong_answers/<lesson>.py: RULES maps each rule the lesson states to the test that
+    checks it and the listed wrong answer that breaks it; at least 15 wrong answers, each in a rule."""
+    rules = _rules(lesson)
+    wrong = {w.name: w for w in load_wrong_answers(lesson)}
+    tests = {meta["grade_id"] for _, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)) if meta.get("grade")}
+    assert len(wrong) >= 15, f"{lesson}: {len(wrong)} listed wrong answers; at least 15 are needed"
+    assert rules, f"{lesson}: no RULES table"
+    for rule in rules:
+        assert set(rule) == {"rule", "test", "wrong"}, f"{lesson}: a rule needs rule, test and wrong: {rule}"
+        assert rule["test"] in tests, f"{lesson}: rule {rule['rule']!r} names no test cell {rule['test']!r}"
+        assert rule["wrong"] in wrong, f"{lesson}: rule {rule['rule']!r} names no wrong answer {rule['wrong']!r}"
+        assert rule["test"] in wrong[rule["wrong"]].fails, (
+            f"{lesson}: wrong answer {rule['wrong']!r} should fail {rule['test']!r}, the test of rule {rule['rule']!r}")
+    unused = set(wrong) - {rule["wrong"] for rule in rules}
+    assert not unused, f"{lesson}: wrong answers in no rule: {sorted(unused)}"

@@ -4,6 +4,8 @@ Each case is one student. ``build`` makes the submission from the released noteb
 reference answers; ``expect`` says what the honest part of it deserves:
 
 * ``"full"``: every test passes (the hostile cells are extra cells that are not tests);
+* ``"zero"``: nothing is answered, so every test scores 0; the hostile part tries to win points
+  with no answer at all and must not;
 * ``"count-chat-zero"``: ``count_chat`` is wrong, so every ``count-chat-*`` test scores 0 and
   every other test passes; the hostile part tries to win those points back and must not;
 * ``"unreadable"`` / ``"missing"``: nothing gradable; 0 with the reason.
@@ -106,26 +108,224 @@ def after(notebook: dict, anchor: str | None, *sources: str) -> dict:
     return notebook
 
 
+def at_end(notebook: dict, *sources: str) -> dict:
+    """Append code cells at the end of the notebook (after every answer and test)."""
+    notebook["cells"] += [cell(s) for s in sources]
+    return notebook
+
+
+# Every later cell ends with an expression that nbgrader would read as a score: NaN (counted as
+# full marks) and a number far above the points (which makes nbgrader raise).
+SCORE_HOOK = '''
+ip = get_ipython()
+ip.input_transformers_post.append(lambda lines: lines + ["\\n", "float('nan')\\n"])
+ip.events.register("post_execute", lambda: ip.displayhook(10 ** 9))
+'''
+
+READS_THE_CALLER = '''
+def count_chat(messages, enc=None):
+    import gc, linecache, re, sys
+    frame = sys._getframe(1)
+    while frame is not None:
+        for name, value in list(frame.f_locals.items()):
+            if name.lstrip("_") in ("want", "expected", "extra", "one", "got") and type(value) is int:
+                return value
+        frame = frame.f_back
+    texts = ["".join(entry[2]) for entry in list(linecache.cache.values()) if len(entry) > 2]
+    namespace = get_ipython().user_ns
+    texts += [str(cell) for cell in namespace.get("In", [])]
+    texts += [obj for obj in gc.get_objects() if isinstance(obj, str) and "count_chat(" in obj]
+    for text in texts:
+        match = re.search(r"count_chat\\([^)]*\\)\\s*==\\s*(\\d+)", text)
+        if match:
+            return int(match.group(1))
+    return -1
+'''
+
+HOOKS = (
+    # sees every exec and compile of the kernel, and tries to rewrite assertions it finds
+    "import sys\n_events = []\n"
+    "def _audit(event, args):\n"
+    "    if event in ('exec', 'compile') and len(_events) < 1000:\n"
+    "        _events.append((event, str(args)[:200]))\n"
+    "sys.addaudithook(_audit)",
+    # a trace function that would turn failing asserts into passes, then removes itself
+    "import sys\n"
+    "def _tracer(frame, event, arg):\n"
+    "    if event == 'exception' and arg[0] is AssertionError:\n"
+    "        frame.f_locals.clear()\n"
+    "    return _tracer\n"
+    "sys.settrace(_tracer)\nsys.setprofile(lambda *a: None)\nsys.settrace(None)\nsys.setprofile(None)",
+    # a thread that keeps rebinding names tests might use, and a proxy bound to ctxlab
+    "import threading, time, builtins\n"
+    "class _Proxy:\n"
+    "    def __init__(self, target):\n"
+    "        self._target = target\n"
+    "    def __getattr__(self, name):\n"
+    "        return getattr(self._target, name)\n"
+    "ctxlab = _Proxy(ctxlab)\n"
+    "def _rebind():\n"
+    "    for _ in range(600):\n"
+    "        globals()['AssertionError'] = type('AssertionError', (Exception,), {})\n"
+    "        builtins.__ctxlab_judge__ = None\n"
+    "        time.sleep(0.05)\n"
+    "threading.Thread(target=_rebind, daemon=True).start()",
+    # class-level patches of IPython: any cell with an assert becomes `pass`
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "_run_cell = InteractiveShell.run_cell\n"
+    "def _patched(self, raw_cell, *args, **kwargs):\n"
+    "    if 'assert' in raw_cell:\n"
+    "        raw_cell = 'pass'\n"
+    "    return _run_cell(self, raw_cell, *args, **kwargs)\n"
+    "InteractiveShell.run_cell = _patched",
+)
+
+DELEGATES = '''
+from ctxlab.tokens import count_messages as _count_messages
+
+
+def count_chat(messages, enc=None, _count=_count_messages):
+    return _count(messages, enc)
+'''
+
+DUMPS = '''
+_seen = set()
+_calls = [0]
+
+
+def _gather():
+    import gc, linecache, os, sys
+    texts = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        texts += [repr(value)[:20000] for value in list(frame.f_locals.values())]
+        texts += linecache.getlines(frame.f_code.co_filename)
+        texts += [c for c in frame.f_code.co_consts if isinstance(c, str)]
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        try:
+            if isinstance(obj, dict):
+                texts += [v for v in list(obj.values())[:500] if isinstance(v, str)]
+            elif isinstance(obj, (list, tuple)):
+                texts += [v for v in obj[:500] if isinstance(v, str)]
+            elif type(obj).__name__ == "function":
+                texts += [c for c in obj.__code__.co_consts if isinstance(c, str)]
+        except Exception:
+            pass
+    texts += ["".join(entry[2]) for entry in list(linecache.cache.values()) if len(entry) > 2]
+    texts += [str(cell) for cell in get_ipython().user_ns.get("In", [])]
+    for root in ("/tmp", os.getcwd(), os.path.expanduser("~"), "/opt", "/run"):
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), errors="ignore") as handle:
+                        texts.append(handle.read(500_000))
+                except OSError:
+                    pass
+    for text in texts:
+        for line in str(text).splitlines():
+            _seen.add(line.strip())
+
+
+def count_chat(messages, enc=None):
+    if _calls[0] < 3:
+        _calls[0] += 1
+        _gather()
+    enc = enc or ctxlab.encoding()
+    total = 3
+    for message in messages:
+        total += 3
+        for key, value in message.items():
+            if key in ("step", "pinned") or value is None:
+                continue
+            if key == "tool_calls":
+                for call in value:
+                    total += 3 + len(enc.encode_ordinary(call["function"]["name"]))
+                    total += len(enc.encode_ordinary(call["function"]["arguments"]))
+            else:
+                total += len(enc.encode_ordinary(value)) + (1 if key == "name" else 0)
+    return total
+'''
+
+
+def hidden_test_lines(course: str) -> list[str]:
+    """The distinctive lines of lesson 01's hidden tests (what the dump must never find)."""
+    import re
+    from pathlib import Path
+
+    notebook = json.loads((Path(course) / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    lines = []
+    for c in notebook["cells"]:
+        source = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for block in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S):
+            lines += [line.strip() for line in block.splitlines() if len(line.strip()) > 20]
+    return lines
+
+
+def found_report(answers: dict, paths: Paths) -> str:
+    """A last cell that prints how many hidden lines the dump found (by hash) and how much it saw."""
+    import hashlib
+
+    hashes = sorted({hashlib.sha256(line.encode()).hexdigest() for line in hidden_test_lines(paths.course)})
+    return ("import hashlib\n"
+            f"_hidden = set({hashes!r})\n"
+            "_found = sum(1 for line in _seen if hashlib.sha256(line.encode()).hexdigest() in _hidden)\n"
+            "print(f'FOUND {_found} OF {len(_hidden)} HIDDEN LINES IN {len(_seen)} STRINGS')")
+
+
+FORKS = '''
+import os, signal, time
+children = []
+try:
+    for _ in range(600):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(20)
+            os._exit(0)
+        children.append(pid)
+finally:
+    print("forked", len(children))
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    for pid in children:
+        os.waitpid(pid, 0)
+'''
+
+FILLS = '''
+import os, sys
+folder = os.path.dirname(sys.argv[sys.argv.index("-f") + 1])
+with open(os.path.join(folder, "fill.bin"), "wb") as handle:
+    for _ in range(300):
+        handle.write(b"x" * (1 << 20))
+'''
+
+FLOODS = tuple("print('y' * 900_000)" for _ in range(25))
+
+
 def _tampered(released, answers, paths):
     notebook = solved(released, answers, count_chat=WRONG_COUNT_CHAT)
+    hidden = [grade_id(c) for c in notebook["cells"]
+              if (grade_id(c) or "").startswith("count-chat-") and grade_id(c) != "count-chat-visible"
+              and c["metadata"]["nbgrader"].get("grade")]
+    deleted, markdown, relabelled, stripped, costly = hidden[:5]
     kept = []
     for c in notebook["cells"]:
         gid = grade_id(c)
         if gid == "count-chat-visible":  # edited so that it cannot fail
             c["source"] = '"""Visible: one short message."""\nassert True'
-        elif gid == "count-chat-reply-priming":  # deleted
+        elif gid == deleted:
             continue
-        elif gid == "count-chat-name":  # turned into markdown
+        elif gid == markdown:
             c["cell_type"] = "markdown"
             c.pop("outputs", None)
             c.pop("execution_count", None)
-        elif gid == "count-chat-tool-calls":  # relabelled as an answer cell, and emptied
+        elif gid == relabelled:  # relabelled as an answer cell, and emptied
             c["metadata"]["nbgrader"].update(grade=False, solution=True, locked=False)
             c["source"] = "pass"
-        elif gid == "count-chat-per-message-overhead":  # grading metadata stripped, body replaced
+        elif gid == stripped:  # grading metadata stripped, body replaced
             c["metadata"] = {}
             c["source"] = "pass"
-        elif gid == "count-chat-course-keys-and-transcripts":  # worth 100 points now
+        elif gid == costly:  # worth 100 points now
             c["metadata"]["nbgrader"]["points"] = 100
         kept.append(c)
     notebook["cells"] = kept
@@ -181,30 +381,25 @@ CASES = [
     Case("tampered-tests", "count_chat is wrong and its test cells were edited, deleted, turned into "
          "markdown, relabelled as an answer cell, stripped of metadata and given 100 points",
          _tampered, "count-chat-zero",
-         (r"count-chat-visible was edited", r"count-chat-reply-priming was deleted",
-          r"count-chat-name was turned into a markdown cell", r"count-chat-tool-calls was relabelled as an answer",
-          r"count-chat-per-message-overhead was deleted", r"given 100 points")),
+         (r"count-chat-visible was edited", r"count-chat-[a-z-]+ was deleted",
+          r"count-chat-[a-z-]+ was turned into a markdown cell", r"count-chat-[a-z-]+ was relabelled as an answer",
+          r"given 100 points")),
     Case("nbformat-3", "the reference answers saved as nbformat 3", _nbformat_3, "full", (r"nbformat 3",)),
     Case("nbformat-5", "a notebook claiming nbformat 5", _nbformat_5, "unreadable", (r"nbformat 5 is not supported",)),
     Case("malformed-json", "a notebook cut off halfway", _malformed, "unreadable", (r"not valid JSON",)),
     Case("output-flood", "200,000 lines of output",
          lambda r, a, p: after(solved(r, a), None, "for i in range(200_000):\n    print(i)"), "full",
-         (r"bytes over the [\d,]+-byte limit",)),
+         (r"bytes over the output limit",)),
     Case("always-equal", "count_chat returns an int subclass whose __eq__ is always True",
-         # Lesson 01's tests check `type(x) is int` before comparing, so the rigged object fails
-         # there, before any `__eq__` runs; the grader's strict `assert a == b` is the second line
-         # of defence (tests/test_autograder_guard.py exercises it on its own).
-         lambda r, a, p: solved(r, a, count_chat=ALWAYS_EQUAL), "count-chat-zero", (),
-         limits="strict `assert a == b` covers asserts of one comparison; `assert not (a != b)` or "
-                "`assert a in [b]` still call the learner's methods: hidden tests check types first",
-         guide="Comparisons other than `assert a == b`"),
-    Case("input-transformer", "count_chat is wrong and an IPython input transformer turns every later cell into pass",
+         # Only plain data crosses to the judge: the rigged object arrives as a reference, fails
+         # `type(x) is int`, and no comparison ever calls its __eq__.
+         lambda r, a, p: solved(r, a, count_chat=ALWAYS_EQUAL), "count-chat-zero", ()),
+    Case("input-transformer", "count_chat is wrong and an IPython input transformer turns every later cell "
+         "holding an assert into pass",
          lambda r, a, p: after(solved(r, a, count_chat=WRONG_COUNT_CHAT), "count-chat",
-                               "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])"),
-         "count-chat-zero", (r"input_transformers_cleanup: removed",),
-         limits="a transformer is removed after the cell that added it; one re-added by a background thread "
-                "is caught after each test, which then scores 0",
-         guide="A determined student who studies the grader"),
+                                "get_ipython().input_transformers_cleanup.append("
+                                "lambda lines: ['pass\\n'] if any('assert' in line for line in lines) else lines)"),
+         "count-chat-zero", ()),
     Case("monkeypatch", "count_chat counts only framing, and ctxlab, tiktoken and builtins are patched to agree",
          lambda r, a, p: after(
              solved(r, a, count_chat=FRAMING_ONLY), "count-chat",
@@ -212,12 +407,30 @@ CASES = [
              "ctxlab.count_messages = lambda messages, encoding=None: count_chat(messages)\n"
              "tiktoken.Encoding.encode_ordinary = lambda self, text: []\n"
              "builtins.sum = lambda *args, **kwargs: 0",
-         ), "count-chat-zero",
-         (r"ctxlab\.count_messages was replaced", r"tiktoken\.core\.Encoding\.encode_ordinary was replaced",
-          r"builtins\.sum was replaced"),
-         limits="code in the kernel that targets the guard itself (or forges messages from a thread) can "
-                "still defeat it: see the guide",
-         guide="A determined student who studies the grader"),
+         ), "count-chat-zero", ()),
+    Case("score-hook", "a blank notebook plus one cell that makes every later cell end with an execute_result "
+         "(NaN, and a number far above the points)",
+         lambda r, a, p: after(json.loads(json.dumps(r)), None, SCORE_HOOK), "zero", ()),
+    Case("reads-the-caller", "count_chat looks for the expected value in its callers' frames, linecache, "
+         "In/Out, gc and the files it can reach, and returns it",
+         lambda r, a, p: solved(r, a, count_chat=READS_THE_CALLER), "count-chat-zero", ()),
+    Case("hooks", "count_chat is wrong; audit hooks, trace and profile functions, a thread rebinding names, "
+         "a proxy bound to ctxlab and IPython class patches try to change the tests",
+         lambda r, a, p: after(solved(r, a, count_chat=WRONG_COUNT_CHAT), None, *HOOKS), "count-chat-zero", ()),
+    Case("delegates", "count_chat hands the work to ctxlab's own count_messages, through an alias held in a "
+         "default argument",
+         lambda r, a, p: solved(r, a, count_chat=DELEGATES), "count-chat-zero",
+         (r"ctxlab's own answer",),
+         limits="a learner who copies ctxlab's source, or a code object of it, into the notebook is not caught",
+         guide="Copying the library's source"),
+    Case("dumps-everything", "honest answers, and a count_chat that gathers every string it can reach while "
+         "the tests call it (globals, gc, frames, linecache, In, files); a last cell reports what it found",
+         lambda r, a, p: at_end(solved(r, a, count_chat=DUMPS), found_report(a, p)), "full", ()),
+    Case("resources", "forks hundreds of processes, fills the kernel's writable folder, and prints close to "
+         "the output limit in many cells",
+         lambda r, a, p: after(solved(r, a), None, FORKS, FILLS, *FLOODS), "full",
+         (r"Resource temporarily unavailable|can't start new thread|BlockingIOError|ran for more than",
+          r"No space left on device|File too large", r"output limit")),
     Case("escape", "reads the solutions, another student's archive and the gradebook, writes the gradebook and "
          "the grades, and calls the network (the grader's loopback and the internet)",
          _escape, "full",
@@ -229,3 +442,40 @@ CASES = [
          lambda r, a, p: None, "missing", (r"skipped the symbolic link",),
          layout="flat", symlink_to="solutions/01-budget/budget.ipynb"),
 ]
+
+# A blank notebook with any mix of cheating cells scores 0 on every test: a fixed sample of mixes.
+CHEATS = (
+    "print('all tests passed')",
+    "raise AssertionError('count_chat-visible passed')",
+    SCORE_HOOK,
+    *HOOKS,
+    "import ctxlab\nctxlab.count_messages = lambda *a, **k: 9",
+    "import sys\nsys.exit(0)",
+    "from IPython.display import display\ndisplay({'text/plain': '1.0'}, raw=True)",
+    "count_chat = billed_input = lambda *a, **k: 9",
+)
+
+
+def _blank_with(picks: list[tuple[int, int]]):
+    def build(released, answers, paths):
+        notebook = json.loads(json.dumps(released))
+        for position, pick in picks:
+            code = [i for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code"]
+            at = code[position % len(code)] + 1
+            notebook["cells"][at:at] = [cell(CHEATS[pick % len(CHEATS)])]
+        return notebook
+    return build
+
+
+def _mixes(count: int, seed: int = 17) -> list[Case]:
+    import random
+
+    rng = random.Random(seed)
+    return [Case(f"blank-mix-{n}", "a blank notebook with cheating cells: " + ", ".join(str(p) for _, p in picks),
+                 _blank_with(picks), "zero", ())
+            for n in range(count)
+            for picks in [[(rng.randrange(100), rng.randrange(len(CHEATS))) for _ in range(rng.randint(2, 5))]]]
+
+
+CASES += _mixes(4)
+

@@ -43,6 +43,7 @@ class Result:
     cells: dict[str, float] = field(default_factory=dict)
     max_cells: dict[str, float] = field(default_factory=dict)
     stderr_cells: list[str] = field(default_factory=list)
+    errors: dict[str, dict | None] = field(default_factory=dict)  # grade_id -> the failure (judge runs)
 
 
 @dataclass
@@ -143,23 +144,73 @@ def read_results(root: Path, lesson: str, notebook_id: str, students: list[str])
     return results
 
 
-def grade_lesson(lesson: str, workdir: Path) -> GradedLesson:
-    root = copy_course(workdir / "course-root")
+def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[WrongAnswer]]:
+    """Release ``lesson`` in ``root``; its notebook's name and the students to grade."""
     nbgrader(root, "generate_assignment", lesson, "--force")
     (source_nb,) = sorted((root / "solutions" / lesson).glob("*.ipynb"))
     released = json.loads((root / "course" / lesson / source_nb.name).read_text(encoding="utf-8"))
     answers = solution_sources(json.loads(source_nb.read_text(encoding="utf-8")))
-
     students = {"solution": fill(released, answers), "blank": released}
     wrong_answers = load_wrong_answers(lesson)
     for wrong in wrong_answers:
         if wrong.cell not in answers:
             raise ValueError(f"wrong answer {wrong.name!r} names {wrong.cell!r}, not an answer cell of {lesson}")
         students[f"wrong-{wrong.name}"] = fill(released, {**answers, wrong.cell: wrong.source})
-    for student, notebook in students.items():
-        submit(root, student, lesson, source_nb.name, notebook)
+    return source_nb.name, students, wrong_answers
 
-    log = nbgrader(root, "autograde", lesson, "--force", check=False)
-    notebook_id = source_nb.stem
-    results = read_results(root, lesson, notebook_id, list(students))
-    return GradedLesson(lesson, root, source_nb.name, results, wrong_answers, log.stderr)
+
+def sandbox_available() -> bool:
+    bwrap = shutil.which("bwrap")
+    return bwrap is not None and subprocess.run(
+        [bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"],
+        capture_output=True, check=False,
+    ).returncode == 0
+
+
+def grade_lesson(lesson: str, workdir: Path, *, engine: str = "judge") -> GradedLesson:
+    """Grade the solution, the blank notebook and every listed wrong answer of ``lesson`` for real.
+
+    ``engine="judge"``: with ``python -m autograder grade`` (test cells in the judge's kernel,
+    sandboxed when bubblewrap works here); ``engine="nbgrader"``: with plain ``nbgrader
+    autograde``, which runs test cells in the learner's kernel as Validate does (solution and
+    blank only: the tests must hold both ways).
+    """
+    root = copy_course(workdir / "course-root")
+    name, students, wrong_answers = students_of(root, lesson)
+    notebook_id = name.removesuffix(".ipynb")
+    if engine == "nbgrader":
+        students = {k: v for k, v in students.items() if k in ("solution", "blank")}
+        for student, notebook in students.items():
+            submit(root, student, lesson, name, notebook)
+        log = nbgrader(root, "autograde", lesson, "--force", check=False)
+        results = read_results(root, lesson, notebook_id, list(students))
+        return GradedLesson(lesson, root, name, results, wrong_answers, log.stderr)
+    submissions, out = workdir / "submissions", workdir / "grading-output"
+    for student, notebook in students.items():
+        folder = submissions / student / lesson
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    isolation = [] if sandbox_available() else ["--no-sandbox"]
+    command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+               "--course", str(root), "--lessons", lesson, "--jobs", "2", "--quiet", *isolation]
+    run = subprocess.run(command, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=3000)
+    if run.returncode != 0:
+        raise RuntimeError(f"grading {lesson} failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    results: dict[str, Result] = {}
+    for student in students:
+        record = json.loads((out / "students" / f"{student}.json").read_text(encoding="utf-8"))
+        graded = record["lessons"][lesson]
+        result = Result(score=graded["score"], max_score=graded["max_score"],
+                        needs_manual_grade=bool(graded.get("needs_manual_grade")))
+        for test in graded["tests"]:
+            result.cells[test["grade_id"]] = test["score"]
+            result.max_cells[test["grade_id"]] = test["points"]
+        autograded = out / "autograded" / student / lesson / name
+        if autograded.exists():
+            for cell in json.loads(autograded.read_text(encoding="utf-8"))["cells"]:
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if meta.get("grade") and any(o.get("name") == "stderr" for o in cell.get("outputs", [])):
+                    result.stderr_cells.append(meta["grade_id"])
+        result.errors = {t["grade_id"]: t.get("error") for t in graded["tests"]}
+        results[student] = result
+    return GradedLesson(lesson, root, name, results, wrong_answers, run.stderr)

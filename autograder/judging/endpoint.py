@@ -1,0 +1,256 @@
+"""What each end of the judge's channel can ask of the other, and the proxies that ask it.
+
+An :class:`Endpoint` owns a :class:`~.wire.Peer` and a :class:`~.wire.Codec`. It answers the
+other side's requests on the objects it sent them (``call``, ``getattr``, ``setattr``,
+``special``) and gives this side proxies for the other side's objects:
+
+* :class:`Remote` (a function, a class or an object of the other side): calling it, reading or
+  setting an attribute, ``len``, ``iter``, ``in``, ``[]``, ``str`` and ``repr`` are requests;
+  ``isinstance(x, remote_class)`` asks the other side. Equality is never delegated: two
+  proxies are equal only when they are the same proxy, so a learner's ``__eq__`` decides nothing.
+
+Arguments are copied across and **copied back**: when the callee changed a ``list``, ``dict``
+or ctxlab dataclass argument in place, the caller's own object is updated to match.
+
+The judge's endpoint is ``guarded``: the learner's side may only call what the judge handed
+it, read its public attributes (never a name starting with ``_``, so no ``__globals__`` or
+``__code__`` of a test's spy) and never set attributes of the judge's objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from .wire import ChannelError, Codec, Peer
+
+__all__ = ["Endpoint", "Remote", "SPECIALS"]
+
+SPECIALS = ("len", "iter", "str", "repr", "contains", "getitem", "bool")
+
+
+class Endpoint:
+    """One side of the channel: ``owner`` is ``"judge"`` or ``"learner"``."""
+
+    def __init__(self, owner: str, *, guarded: bool, encoding_loader: Callable[[str], Any] | None,
+                 make_error: Callable[[dict], BaseException], describe_error: Callable[[BaseException], str],
+                 extra_ops: dict[str, Callable[[dict], dict]] | None = None) -> None:
+        self.owner = owner
+        self.guarded = guarded
+        self.encoding_loader = encoding_loader
+        self.codec = Codec(owner, make_proxy=self._proxy, make_error=make_error, describe_error=describe_error)
+        self.extra_ops = dict(extra_ops or {})
+        self.peer: Peer | None = None
+
+    # ------------------------------------------------------------------ sending
+
+    def encode(self, value: Any) -> Any:
+        return self.codec.encode(value)
+
+    def decode(self, data: Any) -> Any:
+        return self.codec.decode(data, self.encoding_loader)
+
+    def request(self, message: dict) -> Any:
+        """Send a request; return the decoded value of its reply or raise the error it carries."""
+        if self.peer is None:
+            raise ChannelError("the channel to the other side is not open")
+        reply = self.peer.request(message)
+        if not reply.get("ok"):
+            error = self.decode(reply.get("error") or {"$": "error", "type": "ChannelError", "mro": [],
+                                                          "message": "the other side failed"})
+            if isinstance(error, BaseException):
+                raise error
+            raise ChannelError("the other side sent a malformed error")
+        return reply
+
+    def call(self, target: dict, args: tuple, kwargs: dict, method: str | None = None) -> Any:
+        enc_args = [self.encode(a) for a in args]
+        enc_kwargs = {str(k): self.encode(v) for k, v in kwargs.items()}
+        reply = self.request({"op": "call", "target": target, "method": method,
+                              "args": enc_args, "kwargs": enc_kwargs})
+        self._copy_back(args, enc_args, reply.get("args_after"))
+        self._copy_back(list(kwargs.values()), list(enc_kwargs.values()),
+                        [(reply.get("kwargs_after") or {}).get(str(k)) for k in kwargs])
+        return self.decode(reply.get("value"))
+
+    def _copy_back(self, originals: list, before: list, after: Any) -> None:
+        if type(after) is not list or len(after) != len(originals):
+            return
+        for original, old, new in zip(originals, before, after, strict=False):
+            if new is None or new == old:
+                continue
+            fresh = self.decode(new)
+            if type(original) is list and type(fresh) is list:
+                original[:] = fresh
+            elif type(original) is dict and type(fresh) is dict:
+                original.clear()
+                original.update(fresh)
+            elif (dataclasses.is_dataclass(original) and type(fresh) is type(original)
+                  and not isinstance(original, type)):
+                for f in dataclasses.fields(original):
+                    object.__setattr__(original, f.name, getattr(fresh, f.name))
+
+    # ------------------------------------------------------------------ answering
+
+    def handle(self, message: dict) -> dict:
+        """Answer one request of the other side: ``{"ok": True, ...}`` or ``{"ok": False, "error": ...}``."""
+        try:
+            op = message.get("op")
+            if op in self.extra_ops:
+                return self.extra_ops[op](message)
+            if op == "call":
+                return self._handle_call(message)
+            if op == "getattr":
+                name = self._attribute(message)
+                return {"ok": True, "value": self.encode(getattr(self._target(message), name))}
+            if op == "setattr":
+                if self.guarded:
+                    raise PermissionError("the learner's code may not change the test's objects")
+                name = self._attribute(message)
+                setattr(self._target(message), name, self.decode(message.get("value")))
+                return {"ok": True, "value": None}
+            if op == "special":
+                return {"ok": True, "value": self.encode(self._special(message))}
+            if op == "isinstance":
+                obj = self.decode(message.get("object"))
+                cls = self._target(message)
+                return {"ok": True, "value": isinstance(cls, type) and isinstance(obj, cls)}
+            raise ChannelError(f"unknown request {str(op)[:40]!r}")
+        except ChannelError:
+            raise
+        except BaseException as err:  # noqa: BLE001 - every failure goes back as data
+            if isinstance(err, (KeyboardInterrupt, SystemExit)) and self.owner == "judge":
+                raise
+            return {"ok": False, "error": self.codec.error(err)}
+
+    def _target(self, message: dict) -> Any:
+        target = message.get("target")
+        if type(target) is not dict or target.get("owner") != self.owner:
+            raise ChannelError("a request named an object that is not this side's")
+        return self.codec.local(target)
+
+    def _attribute(self, message: dict) -> str:
+        name = message.get("name")
+        if type(name) is not str or not name.isidentifier():
+            raise ChannelError("a request named an attribute that is not an identifier")
+        if self.guarded and name.startswith("_"):
+            raise AttributeError(f"the learner's code may not read {name!r} of the test's objects")
+        return name
+
+    def _handle_call(self, message: dict) -> dict:
+        target = self._target(message)
+        method = message.get("method")
+        if method is not None:
+            target = getattr(target, self._attribute({"name": method}))
+        raw_args, raw_kwargs = message.get("args"), message.get("kwargs")
+        if type(raw_args) is not list or type(raw_kwargs) is not dict:
+            raise ChannelError("a call arrived without a list of arguments")
+        args = [self.decode(a) for a in raw_args]
+        kwargs = {str(k): self.decode(v) for k, v in raw_kwargs.items()}
+        value = target(*args, **kwargs)
+        reply = {"ok": True, "value": self.encode(value)}
+        if not self.guarded:  # the learner's side reports what its code did to the arguments
+            reply["args_after"] = [self._after(a) for a in args]
+            reply["kwargs_after"] = {k: self._after(v) for k, v in kwargs.items()}
+        return reply
+
+    def _after(self, value: Any) -> Any:
+        if type(value) in (list, dict) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+            try:
+                return self.encode(value)
+            except ChannelError:
+                return None
+        return None
+
+    def _special(self, message: dict) -> Any:
+        target = self._target(message)
+        kind = message.get("kind")
+        if kind == "len":
+            return len(target)
+        if kind == "iter":
+            return list(target)
+        if kind == "str":
+            return str(target)
+        if kind == "repr":
+            return repr(target)
+        if kind == "bool":
+            return bool(target)
+        if kind in ("contains", "getitem"):
+            key = self.decode(message.get("key"))
+            return (key in target) if kind == "contains" else target[key]
+        raise ChannelError(f"unknown special request {str(kind)[:40]!r}")
+
+    # ------------------------------------------------------------------ proxies
+
+    def _proxy(self, ref: dict) -> Remote:
+        return Remote(self, ref)
+
+
+class Remote:
+    """A proxy for a function, class or object of the other side of the channel."""
+
+    __slots__ = ("_endpoint", "_ref")
+
+    def __init__(self, endpoint: Endpoint, ref: dict) -> None:
+        object.__setattr__(self, "_endpoint", endpoint)
+        object.__setattr__(self, "_ref", {k: ref.get(k) for k in ("$", "owner", "id", "kind", "name", "type")})
+
+    @property
+    def __name__(self) -> str:  # what error messages and learners' code print
+        return str(self._ref.get("name") or "").rpartition(".")[2]
+
+    def __call__(self, *args, **kwargs):
+        return self._endpoint.call(self._ref, args, kwargs)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        reply = self._endpoint.request({"op": "getattr", "target": self._ref, "name": name})
+        return self._endpoint.decode(reply.get("value"))
+
+    def __setattr__(self, name: str, value) -> None:
+        self._endpoint.request({"op": "setattr", "target": self._ref, "name": name,
+                                "value": self._endpoint.encode(value)})
+
+    def _special(self, kind: str, **extra):
+        reply = self._endpoint.request({"op": "special", "target": self._ref, "kind": kind, **extra})
+        return self._endpoint.decode(reply.get("value"))
+
+    def __len__(self) -> int:
+        value = self._special("len")
+        if type(value) is not int:
+            raise TypeError("len() of the learner's object did not give an int")
+        return value
+
+    def __iter__(self):
+        value = self._special("iter")
+        return iter(value if type(value) is list else [])
+
+    def __contains__(self, key) -> bool:
+        return self._special("contains", key=self._endpoint.encode(key)) is True
+
+    def __getitem__(self, key):
+        return self._special("getitem", key=self._endpoint.encode(key))
+
+    def __bool__(self) -> bool:
+        return self._special("bool") is True
+
+    def __str__(self) -> str:
+        value = self._special("str")
+        return value if type(value) is str else ""
+
+    def __repr__(self) -> str:
+        return f"<{self._ref.get('kind')} {self._ref.get('name')} of the learner>"
+
+    def __instancecheck__(self, instance) -> bool:
+        if not isinstance(instance, Remote):
+            return False
+        reply = self._endpoint.request({"op": "isinstance", "target": self._ref, "object": instance._ref})
+        return reply.get("value") is True
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)

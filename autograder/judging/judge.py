@@ -1,0 +1,141 @@
+"""Runs in the judge's kernel: binds the learner's names to proxies before each test cell.
+
+The judge kernel runs the lesson's locked setup cells and its test cells, and nothing the
+learner wrote. The grader calls, through ``user_expressions``:
+
+* :func:`start` once: listen on the channel's socket; expression results are never displayed
+  in this kernel, so no test cell can produce an ``execute_result`` (nbgrader would read a
+  score from it);
+* :func:`begin` before each test cell: accept the learner kernel's connection (it presents the
+  token the grader gave both), tell the agent which ctxlab references belong to which answer
+  (switched off while the judge calls that answer), and bind each of the learner's answer names in this namespace to what
+  the learner defined: plain data as it is, functions, classes and objects as proxies
+  (:class:`~.endpoint.Remote`). A name the learner did not define is left unbound, so the test
+  fails with ``NameError`` as it would in the learner's kernel;
+* :func:`end` after it: close the connection and unbind the names.
+
+Each returns a JSON report; the grader trusts only reports that carry its nonce.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+
+from .endpoint import Endpoint
+from .errors import rebuild
+from .wire import ChannelError, Peer
+
+__all__ = ["start", "begin", "end"]
+
+_state: dict = {"listener": None, "peer": None, "endpoint": None, "bound": [], "timeout": 60.0}
+
+
+def _namespace() -> dict:
+    return __import__("IPython").get_ipython().user_ns
+
+
+def _encoding(name: str):
+    import ctxlab
+
+    return ctxlab.encoding(name)
+
+
+def _describe_error(err: BaseException) -> str:
+    if isinstance(err, AssertionError):
+        return "a check in the test's own code failed"  # never hand a test's expectations to the learner
+    return str(err)
+
+
+def _report(nonce: str, **fields) -> str:
+    return json.dumps({"nonce": nonce, **fields})
+
+
+def start(nonce: str, path: str, timeout: float) -> str:
+    """Listen on ``path`` and silence expression results in this kernel."""
+    shell = __import__("IPython").get_ipython()
+    shell.ast_node_interactivity = "none"
+    shell.display_formatter.active_types = []  # nothing a test does can emit an execute_result
+    if os.path.exists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o777)
+    listener.listen(4)
+    _state.update(listener=listener, timeout=float(timeout))
+    return _report(nonce, ok=True)
+
+
+def _accept(token: str) -> Peer:
+    listener: socket.socket = _state["listener"]
+    listener.settimeout(15)
+    for _ in range(4):  # a connection left over from an earlier test may be waiting: skip it
+        conn, _address = listener.accept()
+        peer = Peer(conn, lambda message: {"ok": False}, timeout=_state["timeout"])
+        try:
+            hello = peer.receive()
+        except ChannelError:
+            continue
+        if hello.get("op") == "hello" and hello.get("token") == token:
+            return peer
+        conn.close()
+    raise ChannelError("the learner's kernel did not connect with the right token")
+
+
+def begin(nonce: str, token: str, names: list, forbid: dict) -> str:
+    """Connect to the learner's kernel and bind ``names``; report what was bound and disabled."""
+    namespace = _namespace()
+    _unbind(namespace)
+    endpoint = Endpoint("judge", guarded=True, encoding_loader=_encoding, make_error=rebuild,
+                        describe_error=_describe_error)
+    try:
+        peer = _accept(token)
+    except (OSError, ChannelError) as err:
+        _state.update(peer=None, endpoint=None)
+        return _report(nonce, ok=False, error=f"the learner's kernel did not answer: {err}")
+    peer.handler = endpoint.handle
+    endpoint.peer = peer
+    _state.update(peer=peer, endpoint=endpoint)
+    try:
+        disabled = endpoint.request({"op": "begin", "forbid": forbid}).get("value")
+        reply = endpoint.request({"op": "describe", "names": names})
+        values = reply.get("value") if type(reply.get("value")) is dict else {}
+        bound = []
+        for name in names:
+            if name in values:
+                namespace[name] = endpoint.decode(values[name])
+                bound.append(name)
+        _state["bound"] = bound
+    except (ChannelError, Exception) as err:  # noqa: BLE001 - reported, and the test then fails
+        return _report(nonce, ok=False, error=f"the learner's kernel did not answer: {str(err)[:300]}")
+    return _report(nonce, ok=True, bound=bound, disabled=disabled if type(disabled) is list else [])
+
+
+def _unbind(namespace: dict) -> None:
+    for name in _state.get("bound") or []:
+        namespace.pop(name, None)
+    _state["bound"] = []
+
+
+def end(nonce: str) -> str:
+    """Tell the learner's kernel the test is over, close the connection and unbind the names."""
+    peer, endpoint = _state.get("peer"), _state.get("endpoint")
+    broken = None
+    if peer is not None and endpoint is not None:
+        broken = peer.broken
+        peer.timeout = 5.0  # the learner's code may still be running after a timeout: do not wait long
+        if broken is None:
+            try:
+                endpoint.request({"op": "end"})
+            except (ChannelError, Exception) as err:  # noqa: BLE001
+                broken = str(err)[:300]
+        with contextlib.suppress(OSError):
+            peer.sock.close()
+        endpoint.codec.forget()
+    _unbind(_namespace())
+    _state.update(peer=None, endpoint=None)
+    sys.stdout.flush()
+    return _report(nonce, ok=True, broken=broken)

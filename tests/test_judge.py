@@ -1,0 +1,324 @@
+"""The judge's channel on its own: values cross as data, proxies call across, nothing else does.
+
+A thread plays the learner's kernel (its agent's endpoint, unguarded, with a namespace of
+"learner" definitions); the test plays the judge. The whole pipeline, with two sandboxed
+kernels, is graded for real in test_lessons.py and test_autograder_grade.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import socket
+import threading
+
+import pytest
+
+import ctxlab
+from autograder.judging import agent
+from autograder.judging.endpoint import Endpoint, Remote
+from autograder.judging.errors import LearnerError, ReferenceDisabled, rebuild
+from autograder.judging.wire import MAX_DEPTH, ChannelError, Codec, Peer
+from autograder.references import answer_names, forbid_map, resolve
+
+
+def _encoding(name):
+    return ctxlab.encoding(name)
+
+
+class Pair:
+    """A judge endpoint connected to a learner endpoint served by a thread."""
+
+    def __init__(self, namespace: dict):
+        judge_sock, learner_sock = socket.socketpair()
+        self.namespace = namespace
+        self.judge = Endpoint("judge", guarded=True, encoding_loader=_encoding, make_error=rebuild,
+                              describe_error=lambda e: "a check failed" if isinstance(e, AssertionError) else str(e))
+
+        def describe(message):
+            names = message["names"]
+            return {"ok": True, "value": {n: self.learner.encode(namespace[n]) for n in names if n in namespace}}
+
+        self.learner = Endpoint("learner", guarded=False, encoding_loader=_encoding, make_error=rebuild,
+                                describe_error=str, extra_ops={"describe": describe})
+        self.judge.peer = Peer(judge_sock, self.judge.handle, timeout=10)
+        self.learner.peer = Peer(learner_sock, self.learner.handle, timeout=10)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        peer = self.learner.peer
+        try:
+            while True:
+                message = peer.receive()
+                if message["op"] == "bye":
+                    return
+                peer.send({"op": "reply", **self.learner.handle(message)})
+        except ChannelError:
+            return
+
+    def names(self, *names):
+        reply = self.judge.request({"op": "describe", "names": list(names)})
+        values = {n: self.judge.decode(v) for n, v in reply["value"].items()}
+        return [values.get(n) for n in names]
+
+    def close(self):
+        self.judge.peer.send({"op": "bye"})
+        self.thread.join(5)
+        self.judge.peer.sock.close()
+        self.learner.peer.sock.close()
+
+
+@pytest.fixture
+def pair_of():
+    made = []
+
+    def make(**namespace):
+        made.append(Pair(namespace))
+        return made[-1]
+
+    yield make
+    for pair in made:
+        pair.close()
+
+
+# ---------------------------------------------------------------------- values
+
+
+def test_plain_values_cross_as_plain_data():
+    codec = Codec("judge")
+    value = {"role": "tool", "n": 3, "x": 1.5, "ok": True, "none": None, "pair": (1, [2, 3])}
+    assert codec.decode(codec.encode(value), None) == {**value, "pair": [1, [2, 3]]}
+    assert codec.decode(codec.encode({1: "a", (2, 3): "b"}), None) == {1: "a", (2, 3): "b"}
+    assert codec.decode(codec.encode({"$": "not a tag"}), None) == {"$": "not a tag"}
+    assert codec.decode(codec.encode({1, 2}), None) == {1, 2}
+    assert math.isnan(codec.decode(codec.encode(float("nan")), None))
+
+
+def test_subclasses_of_plain_types_travel_as_references_not_as_lies():
+    class Lying(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    encoded = Codec("learner").encode(Lying(3))
+    assert encoded["$"] == "ref"
+
+
+def test_values_nested_too_deep_are_refused():
+    deep: list = []
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(ChannelError, match="nested"):
+        Codec("judge").encode(deep)
+
+
+def test_ctxlab_dataclasses_cross_by_value_and_encodings_by_name():
+    codec = Codec("judge")
+    budget = ctxlab.ContextBudget(window=9_000, reserve_output=1_000)
+    back = codec.decode(codec.encode(budget), _encoding)
+    assert type(back) is ctxlab.ContextBudget and back == budget
+    assert codec.encode(ctxlab.encoding()) == {"$": "encoding", "name": "cl100k_base"}
+
+
+def test_a_dataclass_from_outside_ctxlab_is_never_built_from_data():
+    with pytest.raises(ChannelError, match="unexpected type"):
+        Codec("judge").decode({"$": "dataclass", "type": "subprocess.Popen", "fields": {}}, None)
+
+
+def test_exceptions_come_back_as_the_receivers_own_classes():
+    class MyBudgetError(ctxlab.BudgetError):
+        pass
+
+    encoded = Codec("learner").error(MyBudgetError("need 900 tokens"))
+    error = rebuild(encoded)
+    assert isinstance(error, ctxlab.BudgetError) and str(error) == "need 900 tokens"
+    assert type(rebuild({"type": "NotImplementedError", "mro": ["NotImplementedError"], "message": ""})) is NotImplementedError
+    odd = rebuild({"type": "Weird", "mro": ["Weird", "Exception"], "message": "boom"})
+    assert type(odd) is LearnerError and "Weird: boom" in str(odd)
+    assert type(rebuild({"type": "SystemExit", "mro": ["SystemExit"], "message": ""})) is LearnerError
+
+
+# ---------------------------------------------------------------------- calls across
+
+
+def test_a_learner_function_is_called_with_copies_and_returns_data(pair_of):
+    def count(messages, enc=None):
+        return sum(len(enc.encode_ordinary(m["content"])) for m in messages)
+
+    (remote,) = pair_of(count=count).names("count")
+    assert isinstance(remote, Remote)
+    got = remote([{"role": "user", "content": "Hello!"}], enc=ctxlab.encoding())
+    assert type(got) is int and got == 2
+
+
+def test_tuples_arrive_as_lists(pair_of):
+    (remote,) = pair_of(split=lambda xs: (xs[:1], xs[1:])).names("split")
+    kept, dropped = remote([1, 2, 3])
+    assert (kept, dropped) == ([1], [2, 3])
+
+
+def test_mutations_of_arguments_are_copied_back(pair_of):
+    def tidy(messages, options):
+        messages.pop()
+        options["seen"] = True
+
+    (remote,) = pair_of(tidy=tidy).names("tidy")
+    messages, options = [{"a": 1}, {"b": 2}], {}
+    assert remote(messages, options) is None
+    assert messages == [{"a": 1}] and options == {"seen": True}
+
+
+def test_a_callable_the_test_passes_in_is_called_back_in_the_judge(pair_of):
+    calls = []
+
+    def spy(message):
+        calls.append(message)
+        return 7
+
+    (remote,) = pair_of(total=lambda messages, count: sum(count(m) for m in messages)).names("total")
+    assert remote([{"x": 1}, {"x": 2}], spy) == 14
+    assert calls == [{"x": 1}, {"x": 2}]
+
+
+def test_a_learner_class_is_a_handle_with_methods_attributes_and_isinstance(pair_of):
+    class Pad:
+        def __init__(self, goal):
+            self.goal = goal
+            self.facts = []
+
+        def render(self):
+            return "\n".join([self.goal, *self.facts])
+
+    Remote_Pad, = pair_of(Pad=Pad).names("Pad")
+    pad = Remote_Pad(goal="Find the cause")
+    assert isinstance(pad, Remote_Pad) and not isinstance(3, Remote_Pad)
+    pad.facts = ["disk full"]
+    assert pad.render() == "Find the cause\ndisk full"
+    assert pad.goal == "Find the cause"
+    pad.facts.append("ignored")  # a copy: the learner's object is not changed this way
+    assert pad.facts == ["disk full"]
+
+
+def test_a_learners_objects_decide_no_comparison(pair_of):
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+        def __len__(self):
+            return 9
+
+    (make,) = pair_of(make=AlwaysEqual).names("make")
+    rigged = make()
+    assert (rigged == 9) is False and rigged != 9 and type(rigged) is not int
+    assert len(rigged) == 9  # what the learner's object says of itself stays its own answer
+
+
+def test_exceptions_raised_by_learner_code_are_raised_in_the_judge(pair_of):
+    def refuse(allowance):
+        raise ctxlab.BudgetError(f"allowance {allowance} is below the pins")
+
+    (remote,) = pair_of(refuse=refuse).names("refuse")
+    with pytest.raises(ctxlab.BudgetError, match="allowance 10 is below the pins"):
+        remote(10)
+
+
+def test_the_learner_cannot_read_the_tests_code_or_change_its_objects(pair_of):
+    secret = {"expected": 42}
+
+    def spy(message):
+        return secret["expected"]
+
+    class Client:
+        requests: list = []
+
+    def snoop(count, client):
+        found = {}
+        for attempt in ("__globals__", "__code__", "__closure__"):
+            try:
+                found[attempt] = getattr(count, attempt)
+            except Exception as err:  # noqa: BLE001
+                found[attempt] = type(err).__name__
+        try:
+            client.requests = ["faked"]
+            found["set"] = "done"
+        except Exception as err:  # noqa: BLE001
+            found["set"] = type(err).__name__
+        return found
+
+    (remote,) = pair_of(snoop=snoop).names("snoop")
+    client = Client()
+    found = remote(spy, client)
+    assert found == {"__globals__": "AttributeError", "__code__": "AttributeError",
+                     "__closure__": "AttributeError", "set": "PermissionError"}
+    assert client.requests == []
+
+
+def test_an_assertion_in_the_tests_own_callback_hides_its_message(pair_of):
+    def strict(message):
+        raise AssertionError("expected exactly 9 = 3 + 1 + 2 + 3")
+
+    def call(count):
+        try:
+            count({})
+        except AssertionError as err:
+            return str(err)
+
+    (remote,) = pair_of(call=call).names("call")
+    assert remote(strict) == "a check failed"
+
+
+def test_a_missing_name_is_not_bound(pair_of):
+    pair = pair_of(fit=lambda: 1)
+    assert pair.names("fit", "pairs_ok")[1] is None
+
+
+# ---------------------------------------------------------------------- references switched off
+
+
+def test_switching_off_a_reference_catches_every_alias_and_is_undone():
+    from ctxlab import fit as aliased
+
+    partial = functools.partial(ctxlab.fit)
+    agent.install()
+    messages = ctxlab.load_transcript("incident")[:4]
+    try:
+        done = agent.disable(resolve("ctxlab.fit"))
+        assert [function.__qualname__ for function, _code in done] == ["fit"]
+        for route in (ctxlab.fit, aliased, partial, ctxlab.trimming.fit):
+            with pytest.raises(ReferenceDisabled, match="ctxlab.fit is ctxlab's own answer"):
+                route(messages, 10_000)
+        assert ctxlab.turn_groups(messages)  # the other exercises' helpers still work
+    finally:
+        agent.restore()
+    assert aliased(messages, 10_000)[0]
+
+
+def test_a_class_reference_switches_off_every_method():
+    targets = resolve("ctxlab.Scratchpad")
+    assert {t[1] for t in targets} >= {"Scratchpad.render"}
+    agent.install()
+    try:
+        agent.disable(targets)
+        with pytest.raises(ReferenceDisabled):
+            ctxlab.Scratchpad(goal="x").render()
+    finally:
+        agent.restore()
+    assert "x" in ctxlab.Scratchpad(goal="x").render()
+
+
+def test_reference_metadata_is_checked_when_the_lesson_is_released():
+    from autograder.references import ReferenceSpecError
+
+    assert forbid_map({"fit": ["ctxlab.fit"]})["fit"][0][:2] == ["trimming.py", "fit"]
+    with pytest.raises(ReferenceSpecError, match="ctxlab has no 'no_such_thing'"):
+        forbid_map({"fit": ["ctxlab.no_such_thing"]})
+    with pytest.raises(ReferenceSpecError, match="ctxlab.NAME"):
+        forbid_map({"fit": ["json.dumps"]})
+
+
+def test_answer_names_are_the_top_level_definitions_of_answer_cells():
+    cells = ["### BEGIN SOLUTION\ndef fit(messages, allowance):\n    pass\n### END SOLUTION",
+             "class Scratchpad:\n    x = 1", "q1 = 'c'\nimport json\nfor i in range(3):\n    pass"]
+    assert answer_names(cells) == ["Scratchpad", "fit", "q1"]
