@@ -1,6 +1,10 @@
-"""Known wrong answers for lesson 04-scratchpad; each must fail the named tests when graded."""
+"""Known wrong answers for lesson 04-scratchpad, one rule broken in each; each must fail the named tests.
 
-SCRATCHPAD = '''
+Each wrong answer is the reference answer with one change (``changed``). ``RULES`` maps every
+rule the lesson states to the test cell that checks it and a wrong answer that breaks only it.
+"""
+
+RENDER = '''
 @dataclass
 class Scratchpad:
     goal: str
@@ -11,93 +15,316 @@ class Scratchpad:
     open_questions: list = field(default_factory=list)
 
     def render(self):
+        parts = [f"GOAL: {self.goal}"]
         sections = [
-{sections}
+            ("ESTABLISHED", [f"- {k}: {v}" for k, v in self.facts.items()]),
+            ("DONE", [f"- {item}" for item in self.done]),
+            ("REMAINING", [f"- {item}" for item in self.remaining]),
+            ("DO NOT RETRY", [f"- {k}: {v}" for k, v in self.failed.items()]),
+            ("OPEN QUESTIONS", [f"- {item}" for item in self.open_questions]),
         ]
-        parts = [f"{{heading}}:\\n" + "\\n".join(lines) for heading, lines in sections if lines]
-        return "\\n\\n".join({join})
+        for heading, lines in sections:
+            if lines:
+                parts.append(f"{heading}:\\n" + "\\n".join(lines))
+        return "\\n\\n".join(parts)
 '''
-FACTS = '            ("ESTABLISHED", [f"- {k}: {v}" for k, v in self.facts.items()]),'
-DONE_TO_REMAINING = """            ("DONE", [f"- {item}" for item in self.done]),
-            ("REMAINING", [f"- {item}" for item in self.remaining]),"""
-FAILED = '            ("DO NOT RETRY", [f"- {k}: {v}" for k, v in self.failed.items()]),'
-OPEN = '            ("OPEN QUESTIONS", [f"- {item}" for item in self.open_questions]),'
 
 UPDATE = '''
+import copy
+
+
 def update_scratchpad(pad, call, result):
-    key = {key}
-    data = {parse}
+    key = f"{call['function']['name']} {call['function']['arguments']}"
+    data = result
+    if isinstance(result, str):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            data = result
     if isinstance(data, dict) and data.get("error"):
-        pad.failed.setdefault(key, f"{{data['error']}}: {{data.get('message', '')}}")
+        reason = f"{data['error']}: {data['message']}" if data.get("message") else str(data["error"])
+        pad.failed.setdefault(key, reason)
         return pad
     pad.failed.pop(key, None)
     text = result if isinstance(result, str) else json.dumps(result)
-    pad.done.append({done})
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    pad.done.append(f"{key} -> {first_line[:80]}")
     return pad
 '''
-KEY = "f\"{call['function']['name']} {call['function']['arguments']}\""
-PARSE = "json.loads(result) if isinstance(result, str) and result.lstrip().startswith('{') else result"
-SHORT_DONE = 'f"{key} -> {text.splitlines()[0][:80]}"'
 
-WRONG_ANSWERS = [
-    dict(
-        name="goal-not-first",
-        cell="scratchpad-render",
-        source=SCRATCHPAD.format(
-            sections="\n".join([FACTS, DONE_TO_REMAINING, FAILED, OPEN]),
-            join='parts[:1] + [f"GOAL: {self.goal}"] + parts[1:]',
-        ),
-        fails=["scratchpad-render-goal-first"],
-    ),
-    dict(
-        name="render-leaves-out-failures",
-        cell="scratchpad-render",
-        source=SCRATCHPAD.format(sections="\n".join([FACTS, DONE_TO_REMAINING, OPEN]), join='[f"GOAL: {self.goal}"] + parts'),
-        fails=["scratchpad-render-shows-failures"],
-    ),
-    dict(
-        name="failures-missed-in-json-text",
-        cell="update-scratchpad",
-        source=UPDATE.format(key=KEY, parse="result", done=SHORT_DONE),
-        fails=["update-scratchpad-json-text-failure"],
-    ),
-    dict(
-        name="failures-keyed-by-call-id",
-        cell="update-scratchpad",
-        source=UPDATE.format(key='call["id"]', parse=PARSE, done=SHORT_DONE),
-        fails=["update-scratchpad-failure-once"],
-    ),
-    dict(
-        name="unbounded-growth-copies-results",
-        cell="update-scratchpad",
-        source=UPDATE.format(key=KEY, parse=PARSE, done='f"{key} -> {text}"'),
-        fails=["update-scratchpad-bounded-growth"],
-    ),
-    dict(
-        name="unbounded-growth-sheds-only-done",
-        cell="render-bounded",
-        source='''
+BOUNDED = '''
 import copy
 
 
 def render_bounded(pad, max_tokens):
+    if ctxlab.count_text(pad.render()) <= max_tokens:
+        return pad.render()
     work = copy.deepcopy(pad)
-    while work.done and ctxlab.count_text(work.render()) > max_tokens:
-        work.done.pop(0)
-    return work.render()
-''',
-        fails=["render-bounded-fits-cap"],
-    ),
-    dict(
-        name="drops-the-goal-to-fit",
-        cell="render-bounded",
-        source='''
+    steps = [(work.done, 0), (work.open_questions, 0), (work.facts, 0), (work.remaining, -1)]
+    for section, position in steps:
+        while section:
+            if isinstance(section, dict):
+                del section[next(iter(section))]
+            else:
+                section.pop(position)
+            text = work.render()
+            if ctxlab.count_text(text) <= max_tokens:
+                return text
+    needed = ctxlab.count_text(work.render())
+    raise ctxlab.BudgetError(f"the goal and the failures alone take {needed} tokens, over the cap of {max_tokens}")
+'''
+STEPS = "steps = [(work.done, 0), (work.open_questions, 0), (work.facts, 0), (work.remaining, -1)]"
+IMPOSSIBLE = 'raise ctxlab.BudgetError(f"the goal and the failures alone take {needed} tokens, over the cap of {max_tokens}")'
+
+
+def changed(source: str, *edits: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` replaced; each ``old`` must occur in it."""
+    for old, new in edits:
+        assert old in source, f"{old!r} is not in the reference answer"
+        source = source.replace(old, new)
+    return source
+
+
+def render(*edits):
+    return dict(cell="scratchpad-render", source=changed(RENDER, *edits))
+
+
+def update(*edits):
+    return dict(cell="update-scratchpad", source=changed(UPDATE, *edits))
+
+
+def bounded(*edits):
+    return dict(cell="render-bounded", source=changed(BOUNDED, *edits))
+
+
+FACTS_SECTION = '            ("ESTABLISHED", [f"- {k}: {v}" for k, v in self.facts.items()]),\n'
+DONE_SECTION = '            ("DONE", [f"- {item}" for item in self.done]),\n'
+REMAINING_SECTION = '            ("REMAINING", [f"- {item}" for item in self.remaining]),\n'
+FAILED_SECTION = '            ("DO NOT RETRY", [f"- {k}: {v}" for k, v in self.failed.items()]),\n'
+OPEN_SECTION = '            ("OPEN QUESTIONS", [f"- {item}" for item in self.open_questions]),\n'
+
+WRONG_ANSWERS = [
+    # Scratchpad.render
+    dict(name="goal-not-first", fails=["scratchpad-render-visible", "scratchpad-render-goal-first"],
+         **render(('parts = [f"GOAL: {self.goal}"]', "parts = []"),
+                  ('return "\\n\\n".join(parts)', 'return "\\n\\n".join(parts + [f"GOAL: {self.goal}"])'))),
+    dict(name="goal-as-a-section", fails=["scratchpad-render-visible", "scratchpad-render-goal-first"],
+         **render(('parts = [f"GOAL: {self.goal}"]', 'parts = [f"GOAL:\\n- {self.goal}"]'))),
+    dict(name="plan-before-done", fails=["scratchpad-render-section-order"],
+         **render((DONE_SECTION + REMAINING_SECTION, REMAINING_SECTION + DONE_SECTION))),
+    dict(name="failures-after-open-questions", fails=["scratchpad-render-section-order"],
+         **render((FAILED_SECTION + OPEN_SECTION, OPEN_SECTION + FAILED_SECTION))),
+    dict(name="headings-without-colon", fails=["scratchpad-render-visible", "scratchpad-render-section-order"],
+         **render(('parts.append(f"{heading}:\\n"', 'parts.append(f"{heading}\\n"'))),
+    dict(name="keeps-empty-headings", fails=["scratchpad-render-omits-empty"],
+         **render(("            if lines:\n                parts.append", "            if True:\n                parts.append"))),
+    dict(name="render-leaves-out-failures", fails=["scratchpad-render-visible", "scratchpad-render-shows-failures"],
+         **render((FAILED_SECTION, ""))),
+    dict(name="render-leaves-out-facts", fails=["scratchpad-render-shows-facts"], **render((FACTS_SECTION, ""))),
+    dict(name="facts-show-only-keys", fails=["scratchpad-render-shows-facts"],
+         **render(('[f"- {k}: {v}" for k, v in self.facts.items()]', '[f"- {k}" for k in self.facts]'))),
+    dict(name="bullets-with-asterisks", fails=["scratchpad-render-visible", "scratchpad-render-item-lines"],
+         **render(('[f"- {item}" for item in self.done]', '[f"* {item}" for item in self.done]'),
+                  ('[f"- {item}" for item in self.remaining]', '[f"* {item}" for item in self.remaining]'),
+                  ('[f"- {item}" for item in self.open_questions]', '[f"* {item}" for item in self.open_questions]'))),
+    dict(name="items-newest-first", fails=["scratchpad-render-item-order"],
+         **render(("for item in self.done]", "for item in reversed(self.done)]"),
+                  ("for item in self.remaining]", "for item in reversed(self.remaining)]"))),
+    dict(name="no-blank-lines", fails=["scratchpad-render-visible", "scratchpad-render-blank-lines"],
+         **render(('return "\\n\\n".join(parts)', 'return "\\n".join(parts)'))),
+    # update_scratchpad
+    dict(name="failures-missed-in-json-text", fails=["update-scratchpad-visible", "update-scratchpad-json-text-failure"],
+         **update(("data = json.loads(result)", "data = result"))),
+    dict(name="failures-keyed-by-call-id", fails=["update-scratchpad-visible", "update-scratchpad-failure-once"],
+         **update(("key = f\"{call['function']['name']} {call['function']['arguments']}\"", 'key = call["id"]'))),
+    dict(name="key-is-the-tool-name-only", fails=["update-scratchpad-visible", "update-scratchpad-key-has-arguments"],
+         **update(("key = f\"{call['function']['name']} {call['function']['arguments']}\"", "key = call['function']['name']"))),
+    dict(name="error-key-means-failure", fails=["update-scratchpad-truthy-error-only"],
+         **update(('isinstance(data, dict) and data.get("error")', 'isinstance(data, dict) and "error" in data'))),
+    dict(name="reason-drops-the-message", fails=["update-scratchpad-visible", "update-scratchpad-failure-reason"],
+         **update(("reason = f\"{data['error']}: {data['message']}\" if data.get(\"message\") else str(data[\"error\"])",
+                   'reason = str(data["error"])'))),
+    dict(name="reason-with-empty-message", fails=["update-scratchpad-failure-reason"],
+         **update(("reason = f\"{data['error']}: {data['message']}\" if data.get(\"message\") else str(data[\"error\"])",
+                   "reason = f\"{data['error']}: {data.get('message', '')}\""))),
+    dict(name="failure-also-listed-as-done", fails=["update-scratchpad-visible", "update-scratchpad-json-text-failure"],
+         **update(("        pad.failed.setdefault(key, reason)\n",
+                   '        pad.failed.setdefault(key, reason)\n        pad.done.append(f"{key} -> failed")\n'))),
+    dict(name="parses-every-result-as-json", fails=["update-scratchpad-visible", "update-scratchpad-non-dict-results"],
+         **update(("        try:\n            data = json.loads(result)\n        except json.JSONDecodeError:\n            data = result\n",
+                   "        data = json.loads(result)\n"))),
+    dict(name="assumes-json-is-a-dict", fails=["update-scratchpad-non-dict-results"],
+         **update(('isinstance(data, dict) and data.get("error")', 'not isinstance(data, str) and data.get("error")'))),
+    dict(name="done-line-from-a-blank-first-line", fails=["update-scratchpad-done-first-non-blank-line"],
+         **update(('first_line = next((line for line in text.splitlines() if line.strip()), "")',
+                   'first_line = (text.splitlines() or [""])[0]'))),
+    dict(name="cuts-the-whole-done-line-at-80", fails=["update-scratchpad-done-line-cut-at-80"],
+         **update(('pad.done.append(f"{key} -> {first_line[:80]}")', 'pad.done.append(f"{key} -> {first_line}"[:80])'))),
+    dict(name="adds-an-ellipsis-when-cut", fails=["update-scratchpad-done-line-cut-at-80"],
+         **update(('pad.done.append(f"{key} -> {first_line[:80]}")',
+                   'pad.done.append(f"{key} -> {first_line[:77] + \'...\' if len(first_line) > 80 else first_line}")'))),
+    dict(name="dict-success-shown-with-str", fails=["update-scratchpad-dict-success-as-json"],
+         **update(("text = result if isinstance(result, str) else json.dumps(result)",
+                   "text = result if isinstance(result, str) else str(result)"))),
+    dict(name="unbounded-growth-copies-results", fails=["update-scratchpad-bounded-growth"],
+         **update(('pad.done.append(f"{key} -> {first_line[:80]}")', 'pad.done.append(f"{key} -> {text}")'))),
+    dict(name="success-keeps-old-failure", fails=["update-scratchpad-success-clears-failure"],
+         **update(("    pad.failed.pop(key, None)\n", ""))),
+    dict(name="returns-a-new-pad", fails=["update-scratchpad-in-place-and-returned"],
+         **update(("    key = f\"", "    pad = copy.deepcopy(pad)\n    key = f\""))),
+    dict(name="forgets-to-return-the-pad", fails=["update-scratchpad-in-place-and-returned"],
+         **update(("return pad", "return"))),
+    # render_bounded
+    dict(name="unbounded-growth-sheds-only-done", fails=["render-bounded-fits-cap"],
+         **bounded((STEPS, "steps = [(work.done, 0)]"), (IMPOSSIBLE, "return work.render()"))),
+    dict(name="sheds-at-exactly-the-cap", fails=["render-bounded-unchanged-when-fits"],
+         **bounded(("<= max_tokens", "< max_tokens"))),
+    dict(name="drops-the-goal-to-fit", fails=["render-bounded-keeps-goal"],
+         source='''
 def render_bounded(pad, max_tokens):
     lines = pad.render().splitlines()
     while lines and ctxlab.count_text("\\n".join(lines)) > max_tokens:
         lines.pop(0)
     return "\\n".join(lines)
-''',
-        fails=["render-bounded-keeps-goal"],
-    ),
+''', cell="render-bounded"),
+    dict(name="sheds-failures-last", fails=["render-bounded-keeps-failures"],
+         **bounded((STEPS, STEPS[:-1] + ", (work.failed, 0)]"))),
+    dict(name="sheds-questions-before-done", fails=["render-bounded-sheds-done-first"],
+         **bounded((STEPS, "steps = [(work.open_questions, 0), (work.done, 0), (work.facts, 0), (work.remaining, -1)]"))),
+    dict(name="sheds-newest-done-first", fails=["render-bounded-visible", "render-bounded-sheds-done-oldest-first"],
+         **bounded(("(work.done, 0)", "(work.done, -1)"))),
+    dict(name="sheds-facts-before-questions", fails=["render-bounded-sheds-questions-before-facts"],
+         **bounded((STEPS, "steps = [(work.done, 0), (work.facts, 0), (work.open_questions, 0), (work.remaining, -1)]"))),
+    dict(name="sheds-newest-question-first", fails=["render-bounded-sheds-questions-before-facts"],
+         **bounded(("(work.open_questions, 0)", "(work.open_questions, -1)"))),
+    dict(name="sheds-plan-before-facts", fails=["render-bounded-sheds-facts-before-plan"],
+         **bounded((STEPS, "steps = [(work.done, 0), (work.open_questions, 0), (work.remaining, -1), (work.facts, 0)]"))),
+    dict(name="sheds-newest-fact-first", fails=["render-bounded-sheds-facts-before-plan"],
+         **bounded(("del section[next(iter(section))]", "del section[list(section)[-1]]"))),
+    dict(name="sheds-the-next-step-first", fails=["render-bounded-sheds-plan-from-the-end"],
+         **bounded(("(work.remaining, -1)", "(work.remaining, 0)"))),
+    dict(name="clears-a-whole-section-at-once", fails=["render-bounded-sheds-no-more-than-needed"],
+         **bounded(("""            if isinstance(section, dict):
+                del section[next(iter(section))]
+            else:
+                section.pop(position)""", "            section.clear()"))),
+    dict(name="sheds-from-the-callers-pad", fails=["render-bounded-leaves-pad-unchanged"],
+         **bounded(("work = copy.deepcopy(pad)", "work = pad"))),
+    dict(name="returns-over-cap-when-impossible",
+         fails=["render-bounded-refuses-impossible", "render-bounded-error-gives-numbers"],
+         **bounded((IMPOSSIBLE, "return work.render()"))),
+    dict(name="raises-valueerror-when-impossible",
+         fails=["render-bounded-refuses-impossible", "render-bounded-error-gives-numbers"],
+         **bounded(("raise ctxlab.BudgetError(", "raise ValueError("))),
+    dict(name="refuses-when-floor-equals-cap", fails=["render-bounded-floor-at-the-cap"],
+         **bounded(("    work = copy.deepcopy(pad)\n", """    floor = ctxlab.Scratchpad(goal=pad.goal, failed=dict(pad.failed)).render()
+    if ctxlab.count_text(floor) >= max_tokens:
+        raise ctxlab.BudgetError(f"goal and failures take {ctxlab.count_text(floor)} tokens, cap {max_tokens}")
+    work = copy.deepcopy(pad)
+"""))),
+    dict(name="error-without-numbers", fails=["render-bounded-error-gives-numbers"],
+         **bounded((IMPOSSIBLE, 'raise ctxlab.BudgetError("the goal and the failures do not fit")'))),
+    # concept checks
+    dict(name="thinks-the-api-wants-user-last", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
+    dict(name="thinks-the-model-cannot-see-results", cell="q2-answer", source='q2 = "b"', fails=["q2-check"]),
+    dict(name="cuts-the-text-at-the-cap", cell="q3-answer", source='q3 = "d"', fails=["q3-check"]),
+]
+
+RULES = [
+    # Scratchpad.render
+    dict(rule="the first line is 'GOAL: ' and the goal", test="scratchpad-render-goal-first", wrong="goal-not-first"),
+    dict(rule="the goal is a line of its own, not a section", test="scratchpad-render-goal-first",
+         wrong="goal-as-a-section"),
+    dict(rule="DONE comes before REMAINING", test="scratchpad-render-section-order", wrong="plan-before-done"),
+    dict(rule="DO NOT RETRY comes before OPEN QUESTIONS", test="scratchpad-render-section-order",
+         wrong="failures-after-open-questions"),
+    dict(rule="each heading is followed by a colon", test="scratchpad-render-section-order",
+         wrong="headings-without-colon"),
+    dict(rule="an empty section is left out, heading and all", test="scratchpad-render-omits-empty",
+         wrong="keeps-empty-headings"),
+    dict(rule="every failure appears as '- call: reason' under DO NOT RETRY", test="scratchpad-render-shows-failures",
+         wrong="render-leaves-out-failures"),
+    dict(rule="facts appear under ESTABLISHED", test="scratchpad-render-shows-facts", wrong="render-leaves-out-facts"),
+    dict(rule="dict sections show '- key: value'", test="scratchpad-render-shows-facts", wrong="facts-show-only-keys"),
+    dict(rule="each item is one line starting with '- '", test="scratchpad-render-item-lines",
+         wrong="bullets-with-asterisks"),
+    dict(rule="items appear in the order they were added", test="scratchpad-render-item-order",
+         wrong="items-newest-first"),
+    dict(rule="a blank line separates the goal and the sections", test="scratchpad-render-blank-lines",
+         wrong="no-blank-lines"),
+    dict(rule="the documented example renders exactly", test="scratchpad-render-visible", wrong="no-blank-lines"),
+    # update_scratchpad
+    dict(rule="a failure given as JSON text is recognised", test="update-scratchpad-json-text-failure",
+         wrong="failures-missed-in-json-text"),
+    dict(rule="the key is the call's name and arguments, not its id", test="update-scratchpad-failure-once",
+         wrong="failures-keyed-by-call-id"),
+    dict(rule="the key holds the arguments: different arguments are different calls",
+         test="update-scratchpad-key-has-arguments", wrong="key-is-the-tool-name-only"),
+    dict(rule="only a truthy error is a failure ({'error': null} is a success)",
+         test="update-scratchpad-truthy-error-only", wrong="error-key-means-failure"),
+    dict(rule="the reason is 'error: message'", test="update-scratchpad-failure-reason",
+         wrong="reason-drops-the-message"),
+    dict(rule="the reason is just the error when there is no message", test="update-scratchpad-failure-reason",
+         wrong="reason-with-empty-message"),
+    dict(rule="a failure adds nothing to DONE", test="update-scratchpad-json-text-failure",
+         wrong="failure-also-listed-as-done"),
+    dict(rule="plain text that is not JSON is a success, not an error", test="update-scratchpad-non-dict-results",
+         wrong="parses-every-result-as-json"),
+    dict(rule="JSON that is not a dict is a success", test="update-scratchpad-non-dict-results",
+         wrong="assumes-json-is-a-dict"),
+    dict(rule="the DONE line uses the first non-blank line of the result",
+         test="update-scratchpad-done-first-non-blank-line", wrong="done-line-from-a-blank-first-line"),
+    dict(rule="the result's line is cut to 80 characters, not the whole DONE line",
+         test="update-scratchpad-done-line-cut-at-80", wrong="cuts-the-whole-done-line-at-80"),
+    dict(rule="the cut adds nothing: exactly the first 80 characters", test="update-scratchpad-done-line-cut-at-80",
+         wrong="adds-an-ellipsis-when-cut"),
+    dict(rule="a dict success is written as json.dumps(result)", test="update-scratchpad-dict-success-as-json",
+         wrong="dict-success-shown-with-str"),
+    dict(rule="a success adds one short line, never the whole result", test="update-scratchpad-bounded-growth",
+         wrong="unbounded-growth-copies-results"),
+    dict(rule="a success clears an earlier failure of the same call", test="update-scratchpad-success-clears-failure",
+         wrong="success-keeps-old-failure"),
+    dict(rule="the pad given is changed in place", test="update-scratchpad-in-place-and-returned",
+         wrong="returns-a-new-pad"),
+    dict(rule="the pad is returned", test="update-scratchpad-in-place-and-returned", wrong="forgets-to-return-the-pad"),
+    dict(rule="a dict failure is recorded with its key (the worked example)", test="update-scratchpad-visible",
+         wrong="key-is-the-tool-name-only"),
+    # render_bounded
+    dict(rule="the result always fits the cap", test="render-bounded-fits-cap", wrong="unbounded-growth-sheds-only-done"),
+    dict(rule="a pad that fits, even exactly at the cap, comes back unchanged", test="render-bounded-unchanged-when-fits",
+         wrong="sheds-at-exactly-the-cap"),
+    dict(rule="the goal is never shed", test="render-bounded-keeps-goal", wrong="drops-the-goal-to-fit"),
+    dict(rule="a failure is never shed", test="render-bounded-keeps-failures", wrong="sheds-failures-last"),
+    dict(rule="DONE is shed before anything else", test="render-bounded-sheds-done-first",
+         wrong="sheds-questions-before-done"),
+    dict(rule="DONE is shed oldest first", test="render-bounded-sheds-done-oldest-first", wrong="sheds-newest-done-first"),
+    dict(rule="OPEN QUESTIONS go before ESTABLISHED", test="render-bounded-sheds-questions-before-facts",
+         wrong="sheds-facts-before-questions"),
+    dict(rule="OPEN QUESTIONS are shed oldest first", test="render-bounded-sheds-questions-before-facts",
+         wrong="sheds-newest-question-first"),
+    dict(rule="ESTABLISHED goes before REMAINING", test="render-bounded-sheds-facts-before-plan",
+         wrong="sheds-plan-before-facts"),
+    dict(rule="ESTABLISHED is shed oldest first", test="render-bounded-sheds-facts-before-plan",
+         wrong="sheds-newest-fact-first"),
+    dict(rule="REMAINING is shed from its end: the next step goes last", test="render-bounded-sheds-plan-from-the-end",
+         wrong="sheds-the-next-step-first"),
+    dict(rule="lines are shed one at a time, no more than needed", test="render-bounded-sheds-no-more-than-needed",
+         wrong="clears-a-whole-section-at-once"),
+    dict(rule="the pad given is not changed (work on a copy)", test="render-bounded-leaves-pad-unchanged",
+         wrong="sheds-from-the-callers-pad"),
+    dict(rule="goal and failures over the cap raise ctxlab.BudgetError", test="render-bounded-refuses-impossible",
+         wrong="returns-over-cap-when-impossible"),
+    dict(rule="the error is ctxlab.BudgetError, not another error", test="render-bounded-refuses-impossible",
+         wrong="raises-valueerror-when-impossible"),
+    dict(rule="goal and failures exactly at the cap fit (no error)", test="render-bounded-floor-at-the-cap",
+         wrong="refuses-when-floor-equals-cap"),
+    dict(rule="the error gives the tokens needed and the cap", test="render-bounded-error-gives-numbers",
+         wrong="error-without-numbers"),
+    dict(rule="thirty DONE lines under a 60-token cap keep the newest", test="render-bounded-visible",
+         wrong="sheds-newest-done-first"),
+    # concept checks
+    dict(rule="Q1: the scratchpad goes last for attention, after the cacheable prefix", test="q1-check",
+         wrong="thinks-the-api-wants-user-last"),
+    dict(rule="Q2: code records failures deterministically", test="q2-check", wrong="thinks-the-model-cannot-see-results"),
+    dict(rule="Q3: shed by priority, keep goal and failures", test="q3-check", wrong="cuts-the-text-at-the-cap"),
 ]
