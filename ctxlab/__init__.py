@@ -12,10 +12,19 @@ here; anything else is internal.
 
 __version__ = "0.1.0"
 
+from . import parts as parts  # the content-part rules: ctxlab.parts
 from .budget import Allocation, ContextBudget, billed_input, context_per_lap, model_calls
+from .checking import check, check_all, yours_or_reference
 from .environment import check_environment
 from .errors import BudgetError, CtxlabError, EncodingUnavailable, MessageError
-from .messages import MessageChecker, message_problems, strip_course_keys, validate_messages
+from .messages import (
+    MessageChecker,
+    as_message,
+    as_messages,
+    message_problems,
+    strip_course_keys,
+    validate_messages,
+)
 from .tokens import (
     COURSE_KEYS,
     TokenCounter,
@@ -24,6 +33,7 @@ from .tokens import (
     count_text,
     count_tools,
     encoding,
+    encoding_for_model,
 )
 from .transcripts import load_tools, load_transcript, transcript_info, transcript_names
 from .trimming import fit, pairs_ok, pinned_indices, turn_group_spans, turn_groups
@@ -65,6 +75,7 @@ from .store import TrajectoryStore
 
 # assembly, policies, replay, prompt-cache reuse (lesson 06)
 # isort: split
+from .assembler import Assembler
 from .assembly import AssemblyState, Context, build_context
 from .caching import prefix_reuse
 from .policies import Assemble, KeepEverything, Summarise, TruncateOldest
@@ -85,6 +96,7 @@ __all__ = [
     # tokens
     "COURSE_KEYS",
     "encoding",
+    "encoding_for_model",
     "count_text",
     "count_message",
     "count_messages",
@@ -94,6 +106,8 @@ __all__ = [
     "validate_messages",
     "message_problems",
     "MessageChecker",
+    "as_message",
+    "as_messages",
     "strip_course_keys",
     # transcripts
     "transcript_names",
@@ -116,6 +130,10 @@ __all__ = [
     "MessageRuns",
     # environment
     "check_environment",
+    # checking answers as a learner goes (the lesson's visible tests)
+    "check",
+    "check_all",
+    "yours_or_reference",
     # watermarks, summarising, llm, events (lessons 02 and 03)
     "HighLowTrimmer",
     "count_trims",
@@ -151,6 +169,7 @@ __all__ = [
     "ReferenceNotFound",
     # assembly, policies, replay, prompt-cache reuse (lesson 06)
     "build_context",
+    "Assembler",
     "AssemblyState",
     "Context",
     "prefix_reuse",

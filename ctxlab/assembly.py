@@ -46,13 +46,15 @@ from .events import MemoryLog
 from .messages import strip_course_keys, validate_messages
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import compact, is_summary, summary_message
+from .summary_format import MIN_SUMMARY_TOKENS
 from .tokens import REPLY_PRIMING, TokenCounter, count_tools
 from .trimming import PINNED_ROLES, fit, pinned_indices, turn_group_spans
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import TrajectoryStore
 
-__all__ = ["AssemblyState", "Context", "build_context"]
+__all__ = ["AssemblyState", "Context", "build_context", "assemble", "pinned_group_spans", "split_record", "trim_middle", "summarise_cut",
+           "trim_without_summary", "order_prompt", "Middle", "Cut"]
 
 Message = Mapping[str, Any]
 
@@ -117,69 +119,24 @@ def _last_step(messages: Sequence[Message]) -> int:
     return max(steps) if steps else 0
 
 
-def build_context(
-    history: Sequence[Message],
-    budget: ContextBudget,
-    *,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    scratchpad: Scratchpad | None = None,
-    state: AssemblyState | None = None,
-    client: Any = None,
-    model: str | None = None,
-    step: int | None = None,
-    keep_recent: int = 1,
-    pin_user_messages: bool = True,
-    low_water: float = 0.6,
-    keep_full_for: int = 2,
-    compress_after: int | None = None,
-    max_chars: int = 1_200,
-    store: TrajectoryStore | None = None,
-    log: MemoryLog | None = None,
-    count: Callable[[Message], int] | None = None,
-) -> Context:
-    """Assemble the prompt for the next model call from the full record ``history``.
+def _tools_tokens(tools: Sequence[Mapping[str, Any]] | None, count: Callable[[Message], int]) -> int:
+    """The tool schemas' tokens, with the encoding of ``count`` when it is a TokenCounter's."""
+    counter = getattr(count, "__self__", None)
+    return counter.tools(tools) if isinstance(counter, TokenCounter) else count_tools(tools)
 
-    ``history`` is the run so far, as it happened: the system message(s) first, then the
-    user's messages, every assistant message and every tool result (for example
-    ``TrajectoryStore.load()``), never an assembled prompt. The result's ``messages`` are:
 
-    1. the leading system messages (the static prefix; ``tools`` are counted with it);
-    2. the pinned head: the first user message, and with ``pin_user_messages`` every user
-       message, with any other message marked ``"pinned": True`` (and its turn group);
-    3. ONE summary message (:func:`ctxlab.summary_message`) when anything has been cut,
-       rolled up with the previous summary (``state.summary``), never stacked;
-    4. the kept turn groups, newest ``keep_recent`` always among them, tool results
-       compressed by age (``keep_full_for``, ``compress_after``, ``max_chars``, ``store``,
-       as in :func:`ctxlab.compress_history`; ``step`` is the current lap, by default the
-       last one in ``history``);
-    5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
+# --- stage 0: the record, split into the static prefix and the elastic rest ---------------------
 
-    The history's allowance is what the budget leaves after the reply, the static prefix and
-    the scratchpad. While the middle fits it, the prompt only grows (what was kept last lap
-    is kept again, so the prefix is stable). When it does not fit, older groups are cut until
-    the middle takes ``low_water`` of the allowance, and the cut groups are folded into the
-    summary by ``client`` (:func:`ctxlab.get_client`); with no ``client`` they are dropped,
-    and logged. Either way they are in the log and in ``dropped``, in full.
 
-    Raises :class:`ctxlab.BudgetError` when the static prefix, the pins, the newest groups
-    and the scratchpad cannot fit, and :class:`ctxlab.MessageError` for a malformed history
-    or one that holds a summary or scratchpad message (pass the record, not a prompt).
+def split_record(history: Sequence[Message], state: AssemblyState) -> tuple[list[Message], list[Message]]:
+    """The leading system (and developer) messages, and the rest of the record.
 
-    >>> import ctxlab
-    >>> history = [{"role": "system", "content": "You fix bugs."},
-    ...            {"role": "user", "content": "Fix bug #412.", "step": 0}]
-    >>> context = build_context(history, ctxlab.ContextBudget(window=1_000, reserve_output=200),
-    ...                         scratchpad=ctxlab.Scratchpad(goal="Fix bug #412"))
-    >>> [m["role"] for m in context.messages], context.tokens
-    (['system', 'user', 'user'], 50)
+    Refuses a record that holds a summary or scratchpad message (an assembled prompt), and a
+    state cut beyond the record.
+
+    >>> split_record([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], AssemblyState())
+    ([{'role': 'system', 'content': 's'}], [{'role': 'user', 'content': 'u'}])
     """
-    _check_fraction(low_water)
-    validate_messages(history)
-    counter = count or TokenCounter().message
-    log = log if log is not None else MemoryLog()
-    state = state or AssemblyState()
-    step = _last_step(history) if step is None else step
-
     n_static = 0
     while n_static < len(history) and history[n_static].get("role") in PINNED_ROLES:
         n_static += 1
@@ -198,147 +155,428 @@ def build_context(
             f"state.cut is {state.cut} but the history has only {len(elastic)} messages after its "
             "system prompt: this state belongs to another (longer) history"
         )
+    return static, elastic
 
-    # -- the static prefix and the scratchpad -------------------------------------------------
-    fixed = sum(counter(m) for m in static) + count_tools(tools) + REPLY_PRIMING
-    pad_message: dict[str, Any] | None = None
-    pad_tokens = 0
-    if scratchpad is not None:
-        pad_message = scratchpad.message(max_tokens=budget.scratchpad_max)
-        pad_tokens = counter(pad_message)
-        full_pad = scratchpad.message()
-        if full_pad != pad_message:
-            log.record(
-                "scratchpad", lap=step, tokens_before=counter(full_pad), tokens_after=pad_tokens,
-                detail=f"scratchpad rendered within its cap of {budget.scratchpad_max:,} tokens "
-                "by shedding its lowest-priority lines (never the goal or the failures)",
-                shed=full_pad["content"],
-            )
+
+# --- the middle: turn groups, which are pinned, what each costs ----------------------------------
+
+
+def pinned_group_spans(elastic: Sequence[Message], pin_user_messages: bool = False) -> list[tuple[int, int]]:
+    """``(start, stop)`` of the turn groups of ``elastic`` that are pinned: the group of the
+    first user message (the task), every group holding a message marked ``"pinned": True``,
+    and with ``pin_user_messages`` every user message's.
+
+    >>> pinned_group_spans([{"role": "user", "content": "task"}, {"role": "assistant", "content": "a"},
+    ...                     {"role": "user", "content": "rule", "pinned": True}])
+    [(0, 1), (2, 3)]
+    """
+    pins = pinned_indices(elastic)
+    if pin_user_messages:
+        pins |= {i for i, m in enumerate(elastic) if m.get("role") == "user"}
+    return [(a, b) for a, b in turn_group_spans(elastic) if any(i in pins for i in range(a, b))]
+
+
+@dataclass
+class Middle:
+    """The part of the compressed elastic history that can be in the prompt, as turn groups.
+
+    That is the pinned groups older than the cut and every group from the cut on; nothing
+    older than the cut is looked at again. ``positions[k]`` is the index in the record's
+    elastic part (after the leading system messages) of ``view[k]``; cuts are in those indices.
+    """
+
+    view: list[Message]
+    positions: list[int]
+    spans: list[tuple[int, int]]
+    pinned: set[int]
+    tokens: list[int]  # per group
+    size: int  # messages in the whole elastic part
+
+    @classmethod
+    def of(
+        cls, elastic: Sequence[Message], cut: int, pinned_before: Sequence[tuple[int, int]], compressor: Callable,
+        count: Callable[[Message], int], pin_user_messages: bool,
+    ) -> Middle:
+        positions = [i for a, b in pinned_before for i in range(a, b)] + list(range(cut, len(elastic)))
+        view = compressor([elastic[i] for i in positions])
+        spans = turn_group_spans(view)
+        pins = pinned_indices(view)
+        if pin_user_messages:
+            pins |= {i for i, m in enumerate(view) if m.get("role") == "user"}
+        pinned = {g for g, (a, b) in enumerate(spans) if any(i in pins for i in range(a, b))}
+        tokens = [sum(count(view[i]) for i in range(a, b)) for a, b in spans]
+        return cls(view, positions, spans, pinned, tokens, len(elastic))
+
+    def start(self, group: int) -> int:
+        return self.positions[self.spans[group][0]]
+
+    def groups_from(self, cut: int) -> list[int]:
+        """The groups in the prompt when the history is cut at ``cut``: the pinned ones and all
+        from ``cut`` on."""
+        return [g for g in range(len(self.spans)) if self.start(g) >= cut or g in self.pinned]
+
+    def cost(self, groups: Sequence[int]) -> int:
+        return sum(self.tokens[g] for g in groups)
+
+    def messages(self, groups: Sequence[int]) -> list[Message]:
+        return [self.view[i] for g in groups for i in range(*self.spans[g])]
+
+    def next_group_start(self, position: int) -> int:
+        """The start of the first group at or after elastic index ``position``."""
+        return next((self.start(g) for g in range(len(self.spans)) if self.start(g) >= position), self.size)
+
+    def pinned_spans_before(self, cut: int) -> list[tuple[int, int]]:
+        """Elastic index ranges of the pinned groups older than ``cut``."""
+        out = []
+        for g in sorted(self.pinned):
+            a, b = self.spans[g]
+            if self.positions[a] < cut:
+                out.append((self.positions[a], self.positions[b - 1] + 1))
+        return out
+
+
+# --- stages 2 and 3: trim to the low-water mark, fold what was cut into the capped summary ---------
+
+
+@dataclass
+class Cut:
+    """What the trim and summarise stages decided: the new cut, the summary, what went out."""
+
+    cut: int
+    summary: str | None
+    summary_in_prompt: bool
+    taken: list[int] = field(default_factory=list)  # elastic indices cut on this lap
+    note: str = ""
+
+
+def trim_middle(
+    middle: Middle, cut: int, allowance: int, reserve: int, *, low_water: float, keep_recent: int,
+    count: Callable[[Message], int],
+) -> list[int] | None:
+    """Elastic indices to cut so that the middle, plus ``reserve`` tokens for a summary, fits
+    ``allowance``: down to ``low_water`` of it when the pins and the newest groups allow, else
+    just enough. ``None`` when not even that fits.
+    """
+    room = allowance - reserve
+    if room <= 0:
+        return None
+    groups = middle.groups_from(cut)
+    indices = [i for g in groups for i in range(*middle.spans[g])]
+    pins = {i for g in groups if g in middle.pinned for i in range(*middle.spans[g])}
+    candidates = [{**middle.view[i], "pinned": True} if i in pins else middle.view[i] for i in indices]
+    where = {id(m): i for m, i in zip(candidates, indices, strict=True)}
+    for target in (min(room, int(allowance * low_water) - reserve), room):
+        if target <= 0:
+            continue
+        try:
+            _kept, dropped = fit(candidates, target, keep_recent=keep_recent, count=count)
+        except BudgetError:
+            continue
+        return sorted(middle.positions[where[id(m)]] for m in dropped)
+    return None
+
+
+def summarise_cut(
+    middle: Middle, elastic: Sequence[Message], state: AssemblyState, allowance: int, summary_cap: int, *,
+    client: Any, model: str | None, low_water: float, keep_recent: int, count: Callable[[Message], int],
+) -> Cut | None:
+    """Trim the middle and fold what goes into the one summary, capped at ``summary_cap``.
+
+    The summary's room is ``summary_cap`` (never more than half the allowance); without a
+    client the summary so far keeps its size and nothing new is folded in. ``None`` when the
+    pins and the newest groups leave no room for a summary at all: the caller trims without one.
+    """
+    existing = count(summary_message(state.summary)) if state.summary else 0
+    reserve = min(summary_cap, allowance // 2) if client is not None else existing
+    if reserve == 0 or (client is not None and reserve < MIN_SUMMARY_TOKENS):
+        return None  # nothing to make room for, or no room for a summary: plain trimming
+    taken = trim_middle(middle, state.cut, allowance, reserve, low_water=low_water, keep_recent=keep_recent, count=count)
+    if taken is None:
+        return None
+    cut = middle.next_group_start(max(taken) + 1) if taken else state.cut
+    cut = max(cut, state.cut)
+    summary = state.summary
+    if client is not None:
+        summary = compact(client, [elastic[i] for i in taken], summary, model=model, max_tokens=reserve, count=count)
+    return Cut(cut, summary, summary_in_prompt=bool(summary), taken=taken)
+
+
+def trim_without_summary(
+    middle: Middle, state: AssemblyState, allowance: int, *, low_water: float, keep_recent: int,
+    count: Callable[[Message], int], budget: ContextBudget, fixed: int, pad_tokens: int, why: str,
+) -> Cut:
+    """Plain trimming, the fallback: the summary (if any) stays out of this prompt."""
+    taken = trim_middle(middle, state.cut, allowance, 0, low_water=low_water, keep_recent=keep_recent, count=count)
+    if taken is None:
+        groups = middle.groups_from(state.cut)
+        pinned = middle.cost([g for g in groups if g in middle.pinned])
+        newest = [g for g in groups if g not in middle.pinned][-keep_recent:]
+        needed = pinned + middle.cost(newest)
+        raise BudgetError(
+            f"cannot fit: the pinned messages need {pinned:,} tokens and the newest "
+            f"{len(newest)} unpinned turn group(s) {needed - pinned:,} more, {needed:,} in all, but "
+            f"the history's allowance is {allowance:,} tokens ({needed - allowance:,} short): window "
+            f"{budget.window:,} - reserved output {budget.reserve_output:,} - static prefix "
+            f"{fixed:,} - scratchpad {pad_tokens:,}. Raise the window, lower reserve_output, unpin "
+            "a message, or shrink the newest tool results (ctxlab.compress).",
+            needed=needed,
+            available=allowance,
+        )
+    cut = max(middle.next_group_start(max(taken) + 1) if taken else state.cut, state.cut)
+    return Cut(cut, state.summary, summary_in_prompt=False, taken=taken, note=why)
+
+
+# --- stage 4: the order ---------------------------------------------------------------------------
+
+
+def order_prompt(
+    static: list[Message], middle: Middle, groups: list[int], summary: Message | None, pad: Message | None,
+) -> tuple[list[Message], int]:
+    """``static, pinned head, summary, kept groups, scratchpad``, and the pinned head's tokens.
+
+    The pinned head is the run of pinned groups the kept groups start with (the task, and any
+    pinned message before the cut), but never the newest group: the newest message is always
+    the last one before the scratchpad. Every other kept group stays where it was, so a user
+    message is followed by the replies it got.
+    """
+    newest = len(middle.spans) - 1
+    leading = 0
+    while leading < len(groups) and groups[leading] in middle.pinned and groups[leading] != newest:
+        leading += 1
+    head, rest = groups[:leading], groups[leading:]
+    ordered = [*static, *middle.messages(head), *([summary] if summary else []), *middle.messages(rest),
+               *([pad] if pad else [])]
+    return ordered, middle.cost(head)
+
+
+# --- the pipeline -------------------------------------------------------------------------------
+
+
+def build_context(
+    history: Sequence[Message],
+    budget: ContextBudget,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    scratchpad: Scratchpad | None = None,
+    state: AssemblyState | None = None,
+    client: Any = None,
+    model: str | None = None,
+    step: int | None = None,
+    keep_recent: int = 1,
+    pin_user_messages: bool = False,
+    low_water: float = 0.6,
+    keep_full_for: int = 2,
+    compress_after: int | None = None,
+    max_chars: int = 1_200,
+    store: TrajectoryStore | None = None,
+    log: MemoryLog | None = None,
+    count: Callable[[Message], int] | None = None,
+) -> Context:
+    """Assemble the prompt for the next model call from the full record ``history``.
+
+    ``history`` is the run so far, as it happened: the system message(s) first, then the
+    user's messages, every assistant message and every tool result (for example
+    ``TrajectoryStore.load()``), never an assembled prompt. The result's ``messages`` are:
+
+    1. the leading system messages (the static prefix; ``tools`` are counted with it);
+    2. the pinned head: the first user message (the task), and any message marked
+       ``"pinned": True`` (with its turn group) that is older than the cut. These are the
+       pinned list: copied forward unchanged on every lap, outside the summary, so a
+       constraint stated once survives any number of compactions. Other user messages are not
+       pinned by default (``pin_user_messages=True`` pins them all, as lesson 06's
+       :class:`ctxlab.Assemble` does): moved above the summary they would lose their place
+       next to the replies they got;
+    3. ONE summary message (:func:`ctxlab.summary_message`) when anything has been cut,
+       rolled up with the previous summary (``state.summary``), never stacked, and never more
+       than ``budget.summary_cap`` tokens (nor half the history's allowance): the compaction
+       prompt states the cap and a summary over it is cut (:func:`ctxlab.compact`);
+    4. the kept turn groups in their order, newest ``keep_recent`` always among them (the
+       newest message is the last before the scratchpad), tool results compressed by age
+       (``keep_full_for``, ``compress_after``, ``max_chars``, ``store``, as in
+       :func:`ctxlab.compress_history`; ``step`` is the current lap, by default the last one
+       in ``history``);
+    5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
+
+    It runs as a pipeline of small stages: :func:`split_record`, the fixed part and the
+    allowance, compression, :func:`summarise_cut` (which uses :func:`trim_middle`) or
+    :func:`trim_without_summary`, and :func:`order_prompt`. While the middle fits its allowance
+    the prompt only grows (the prefix is stable). When it does not, older groups are cut down
+    to ``low_water`` of the allowance, with room kept for the summary, and folded into it by
+    ``client`` (:func:`ctxlab.get_client`); with no ``client`` they are dropped. When the pins
+    and the newest groups leave no room for a summary, the prompt is trimmed without one, and
+    the log says so. Everything cut is in the log and in ``dropped``, in full.
+
+    Raises :class:`ctxlab.BudgetError` when the static prefix, the pins, the newest groups
+    and the scratchpad cannot fit, and :class:`ctxlab.MessageError` for a malformed history
+    or one that holds a summary or scratchpad message (pass the record, not a prompt).
+
+    >>> import ctxlab
+    >>> history = [{"role": "system", "content": "You fix bugs."},
+    ...            {"role": "user", "content": "Fix bug #412.", "step": 0}]
+    >>> context = build_context(history, ctxlab.ContextBudget(window=1_000, reserve_output=200),
+    ...                         scratchpad=ctxlab.Scratchpad(goal="Fix bug #412"))
+    >>> [m["role"] for m in context.messages], context.tokens
+    (['system', 'user', 'user'], 50)
+    """
+    _check_fraction(low_water)
+    validate_messages(history)
+    counter = count or TokenCounter().message
+    state = state or AssemblyState()
+    static, elastic = split_record(history, state)
+    spans = turn_group_spans(elastic)
+    if state.cut and state.cut != len(elastic) and not any(a == state.cut for a, _ in spans):
+        raise ValueError(f"state.cut ({state.cut}) does not fall between turn groups of this history")
+    pinned_before = [(a, b) for a, b in pinned_group_spans(elastic, pin_user_messages) if a < state.cut]
+    return assemble(
+        static, elastic, budget, state, pinned_before=pinned_before, tools=tools, scratchpad=scratchpad,
+        client=client, model=model, step=_last_step(history) if step is None else step, keep_recent=keep_recent,
+        pin_user_messages=pin_user_messages, low_water=low_water,
+        compression=dict(keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars, store=store),
+        log=log if log is not None else MemoryLog(), count=counter,
+    )
+
+
+def assemble(
+    static: list[Message],
+    elastic: Sequence[Message],
+    budget: ContextBudget,
+    state: AssemblyState,
+    *,
+    pinned_before: Sequence[tuple[int, int]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    scratchpad: Scratchpad | None,
+    client: Any,
+    model: str | None,
+    step: int,
+    keep_recent: int,
+    pin_user_messages: bool,
+    low_water: float,
+    compression: Mapping[str, Any],
+    log: MemoryLog,
+    count: Callable[[Message], int],
+    memo: dict | None = None,
+    record_tokens: int | None = None,
+    fixed: int | None = None,
+) -> Context:
+    """The pipeline behind :func:`build_context`, on a record already checked and split.
+
+    It looks only at what can be in the prompt: the pinned groups older than ``state.cut``
+    (``pinned_before``, elastic index ranges) and the record from the cut on, so a lap costs
+    what the window holds, not what the run has accumulated. :class:`Assembler` calls it with
+    what it keeps across laps (``memo`` for compression, the record's tokens, the fixed part).
+    """
+    counter = count
+    # -- stage 1: the fixed part, the scratchpad, the allowance; compression -----------------------
+    if fixed is None:
+        fixed = sum(counter(m) for m in static) + _tools_tokens(tools, counter) + REPLY_PRIMING
+    pad_message, pad_tokens = _bounded_pad(scratchpad, budget, counter, log, step)
     allowance = budget.history_allowance(fixed, pad_tokens)
 
-    # -- the elastic middle ---------------------------------------------------------------------
-    view = compress_history(
-        elastic, step, keep_full_for=keep_full_for, compress_after=compress_after,
-        max_chars=max_chars, store=store, log=log, count=counter,
-    )
-    spans = turn_group_spans(view)
-    pins = pinned_indices(view)
-    if pin_user_messages:
-        pins |= {i for i, m in enumerate(view) if m.get("role") == "user"}
-    pinned_groups = {g for g, (a, b) in enumerate(spans) if any(i in pins for i in range(a, b))}
-    cut = state.cut
-    if cut and not any(a == cut for a, _ in spans) and cut != len(view):
-        raise ValueError(f"state.cut ({cut}) does not fall between turn groups of this history")
+    def compressor(messages: list[Message]) -> list[dict[str, Any]]:
+        return compress_history(messages, step, log=log, count=counter, memo=memo, **compression)
 
-    def candidate_groups(cut_at: int) -> list[int]:
-        return [g for g, (a, _) in enumerate(spans) if a >= cut_at or g in pinned_groups]
+    middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, pin_user_messages)
 
-    def tokens_of(groups: Sequence[int]) -> int:
-        return sum(counter(view[i]) for g in groups for i in range(*spans[g]))
-
-    summary = state.summary
-    groups = candidate_groups(cut)
-    summary_msg = summary_message(summary) if summary else None
+    # -- stages 2 and 3: trim and summarise, only when the middle is over its allowance ----------
+    summary_msg = summary_message(state.summary) if state.summary else None
+    before = middle.cost(middle.groups_from(state.cut)) + (counter(summary_msg) if summary_msg else 0)
+    decision = Cut(state.cut, state.summary, summary_in_prompt=bool(state.summary))
+    if before > allowance:
+        options = dict(low_water=low_water, keep_recent=keep_recent, count=counter)
+        decision = summarise_cut(middle, elastic, state, allowance, budget.summary_cap, client=client,
+                                 model=model, **options) or trim_without_summary(
+            middle, state, allowance, budget=budget, fixed=fixed, pad_tokens=pad_tokens,
+            why="no summary" if client is None and not state.summary else (
+                "the pins and the newest groups leave no room for a summary: trimmed without one"),
+            **options)
+    groups = middle.groups_from(decision.cut)
+    summary_msg = summary_message(decision.summary) if decision.summary and decision.summary_in_prompt else None
     summary_tokens = counter(summary_msg) if summary_msg else 0
-    middle_tokens = tokens_of(groups) + summary_tokens
+    middle_tokens = middle.cost(groups) + summary_tokens
+    if before > allowance:
+        _log_cut(log, step, decision, elastic, before, middle_tokens, allowance, summary_tokens, low_water,
+                 client is not None, state.summary)
 
-    if middle_tokens > allowance:
-        target = int(allowance * low_water)
-        reserve = summary_tokens if summary_msg else (allowance // 5 if client is not None else 0)
-        newly_cut: list[int] = []
-        for _attempt in range(3):
-            indices = [i for g in groups for i in range(*spans[g])]
-            candidates = [{**view[i], "pinned": True} if i in pins else view[i] for i in indices]
-            where = {id(m): i for m, i in zip(candidates, indices, strict=True)}
-            try:
-                try:  # down to the low-water mark if the pins and the newest groups allow it
-                    kept, dropped = fit(candidates, target - reserve, keep_recent=keep_recent, count=counter)
-                except BudgetError:
-                    kept, dropped = fit(candidates, allowance - reserve, keep_recent=keep_recent, count=counter)
-            except BudgetError as err:
-                raise BudgetError(
-                    f"{err} (The history's allowance is {allowance:,} tokens: window "
-                    f"{budget.window:,} - reserved output {budget.reserve_output:,} - static "
-                    f"prefix {fixed:,} - scratchpad {pad_tokens:,}"
-                    + (f"; {reserve:,} of it were set aside for the summary" if reserve else "")
-                    + ".)",
-                    needed=err.needed,
-                    available=err.available,
-                ) from None
-            dropped_at = sorted(where[id(m)] for m in dropped)
-            newly_cut += dropped_at
-            if dropped_at:
-                cut = max(cut, max(dropped_at) + 1)
-                while cut < len(view) and not any(a == cut for a, _ in spans):
-                    cut += 1
-            groups = candidate_groups(cut)
-            if client is None:
-                break  # dropped, and logged below; an earlier summary stays as it was
-            summary = compact(client, [elastic[i] for i in dropped_at], summary, model=model)
-            summary_msg = summary_message(summary)
-            summary_tokens = counter(summary_msg)
-            if tokens_of(groups) + summary_tokens <= allowance:
-                break
-            reserve = summary_tokens
-        else:
-            raise BudgetError(
-                f"the summary keeps outgrowing the room left for it ({summary_tokens:,} tokens after "
-                f"three tries, in an allowance of {allowance:,}); raise the window or ask the "
-                "summariser for a shorter summary",
-                needed=tokens_of(groups) + summary_tokens,
-                available=allowance,
-            )
-        taken = [elastic[i] for i in sorted(newly_cut)]
-        after = tokens_of(groups) + summary_tokens
-        if client is None:
-            log.record(
-                "trim", lap=step, tokens_before=middle_tokens, tokens_after=after, messages=taken,
-                detail=f"history over its allowance ({middle_tokens:,} > {allowance:,}): dropped "
-                f"{len(taken)} messages to {after:,} tokens ({low_water:.0%} of the allowance is "
-                "the low-water mark)",
-            )
-        else:
-            steps = sorted({m["step"] for m in taken if isinstance(m.get("step"), int)})
-            laps = f"laps {steps[0]}-{steps[-1]}" if steps else "no laps"
-            log.record(
-                "summarise", lap=step, tokens_before=middle_tokens, tokens_after=after, messages=taken,
-                detail=f"history over its allowance ({middle_tokens:,} > {allowance:,}): rolled "
-                f"{len(taken)} messages ({laps}) into one {summary_tokens:,}-token summary"
-                + ("; previous summary folded in" if state.summary else ""),
-                summary=summary, prior_summary=state.summary,
-            )
-        middle_tokens = after
-
-    # -- order: static, pinned head, summary, kept groups, scratchpad ---------------------------
-    leading = 0  # the pinned groups at the start stay above the summary
-    while leading < len(groups) and groups[leading] in pinned_groups:
-        leading += 1
-    head = [view[i] for g in groups[:leading] for i in range(*spans[g])]
-    rest = [view[i] for g in groups[leading:] for i in range(*spans[g])]
-    ordered = [*static, *head, *([summary_msg] if summary_msg else []), *rest, *([pad_message] if pad_message else [])]
+    # -- stage 4: order: static, pinned head, summary, kept groups, scratchpad -------------------
+    ordered, pinned_tokens = order_prompt(static, middle, groups, summary_msg, pad_message)
     messages = strip_course_keys(ordered)
-
-    kept_ids = {id(view[i]) for g in groups for i in range(*spans[g])}
-    dropped_all = [elastic[i] for i in range(len(view)) if id(view[i]) not in kept_ids]
+    dropped = _dropped(elastic, middle, groups)
     tokens = fixed + middle_tokens + pad_tokens
     if tokens > budget.input_limit:  # pragma: no cover - guarded by the allowance above
         raise BudgetError(f"assembled prompt of {tokens:,} tokens is over the input limit {budget.input_limit:,}")
-    record_tokens = fixed + sum(counter(m) for m in elastic)
+    if record_tokens is None:
+        record_tokens = fixed + sum(counter(m) for m in elastic)
     log.record(
         "assemble", lap=step, tokens_before=record_tokens, tokens_after=tokens,
         detail=(
             f"{len(messages)} messages, {tokens:,} of {budget.input_limit:,} input tokens: static "
             f"{fixed:,}, history {middle_tokens - summary_tokens:,}"
-            + (f", summary {summary_tokens:,}" if summary_msg else "")
+            + (f", summary {summary_tokens:,} (cap {min(budget.summary_cap, allowance // 2):,})" if summary_msg else "")
             + (f", scratchpad {pad_tokens:,}" if pad_message else "")
-            + f"; {len(dropped_all)} of {len(elastic)} history messages out of the prompt"
+            + f"; {len(dropped)} of {len(elastic)} history messages out of the prompt"
         ),
     )
     return Context(
         messages=messages,
         tokens=tokens,
-        allocation=budget.allocate(fixed, pad_tokens, middle_tokens),
+        allocation=budget.allocate(fixed, pad_tokens, middle_tokens, summary_tokens=summary_tokens,
+                                   pinned_tokens=pinned_tokens),
         log=log,
-        state=AssemblyState(cut=cut, summary=summary),
-        dropped=dropped_all,
+        state=AssemblyState(cut=decision.cut, summary=decision.summary),
+        dropped=dropped,
+    )
+
+
+def _dropped(elastic: Sequence[Message], middle: Middle, groups: Sequence[int]) -> list[Message]:
+    """The record's messages not in the prompt, in order, without looking at each of them."""
+    kept = sorted((middle.start(g), middle.positions[middle.spans[g][1] - 1] + 1) for g in groups)
+    out: list[Message] = []
+    previous = 0
+    for a, b in kept:
+        out.extend(elastic[previous:a])
+        previous = b
+    out.extend(elastic[previous:])
+    return out
+
+
+def _bounded_pad(
+    scratchpad: Scratchpad | None, budget: ContextBudget, count: Callable[[Message], int], log: MemoryLog, step: int,
+) -> tuple[dict[str, Any] | None, int]:
+    """The scratchpad's message within its cap, and its tokens; a shed is logged."""
+    if scratchpad is None:
+        return None, 0
+    pad_message = scratchpad.message(max_tokens=budget.scratchpad_max)
+    pad_tokens = count(pad_message)
+    full_pad = scratchpad.message()
+    if full_pad != pad_message:
+        log.record(
+            "scratchpad", lap=step, tokens_before=count(full_pad), tokens_after=pad_tokens,
+            detail=f"scratchpad rendered within its cap of {budget.scratchpad_max:,} tokens "
+            "by shedding its lowest-priority lines (never the goal or the failures)",
+            shed=full_pad["content"],
+        )
+    return pad_message, pad_tokens
+
+
+def _log_cut(
+    log: MemoryLog, step: int, decision: Cut, elastic: Sequence[Message], before: int, after: int,
+    allowance: int, summary_tokens: int, low_water: float, summarised: bool, prior: str | None,
+) -> None:
+    taken = [elastic[i] for i in decision.taken]
+    over = f"history over its allowance ({before:,} > {allowance:,})"
+    if summarised and not decision.note:
+        steps = sorted({m["step"] for m in taken if isinstance(m.get("step"), int)})
+        laps = f"laps {steps[0]}-{steps[-1]}" if steps else "no laps"
+        log.record(
+            "summarise", lap=step, tokens_before=before, tokens_after=after, messages=taken,
+            detail=f"{over}: rolled {len(taken)} messages ({laps}) into one {summary_tokens:,}-token summary"
+            + ("; previous summary folded in" if prior else ""),
+            summary=decision.summary, prior_summary=prior,
+        )
+        return
+    note = f"; {decision.note}" if decision.note and decision.note != "no summary" else ""
+    log.record(
+        "trim", lap=step, tokens_before=before, tokens_after=after, messages=taken,
+        detail=f"{over}: dropped {len(taken)} messages to {after:,} tokens ({low_water:.0%} of the "
+        f"allowance is the low-water mark){note}",
     )

@@ -1,7 +1,7 @@
 """The context window as an allocation, and what a run costs.
 
 A window is shared by a fixed prefix (system prompt, tool schemas), a capped scratchpad, the
-elastic history and the reply. :class:`ContextBudget` says how much history may take once the
+elastic history (with its pinned messages and its capped roll-up summary) and the reply. :class:`ContextBudget` says how much history may take once the
 others have theirs; :func:`context_per_lap` and :func:`billed_input` show why history must be
 managed at all: every lap resends everything before it, so the bill grows with the square of
 the number of laps.
@@ -27,6 +27,9 @@ __all__ = ["ContextBudget", "Allocation", "model_calls", "context_per_lap", "bil
 class Allocation:
     """How one prompt uses the window, in tokens. ``free`` is negative when over budget.
 
+    ``history`` is the whole elastic middle; ``pinned`` and ``summary`` say how much of it is
+    the pinned messages above the summary and the rolled-up summary (0 when there is none).
+
     >>> Allocation(window=1_000, fixed=100, scratchpad=50, history=600, reserved_output=200).free
     50
     """
@@ -36,6 +39,8 @@ class Allocation:
     scratchpad: int
     history: int
     reserved_output: int
+    summary: int = 0
+    pinned: int = 0
 
     @property
     def used(self) -> int:
@@ -58,7 +63,9 @@ class ContextBudget:
     """A window split into fixed prefix, capped scratchpad, elastic history and reserved reply.
 
     ``window`` is the model's context length, ``reserve_output`` the tokens kept free for the
-    reply (input must never eat them), ``scratchpad_max`` the cap on working memory.
+    reply (input must never eat them), ``scratchpad_max`` the cap on working memory, and
+    ``summary_max`` the cap on the rolled-up summary, a line of the history like the
+    scratchpad's (``None``: a tenth of the input limit, :attr:`summary_cap`).
 
     >>> ContextBudget(window=4_000, reserve_output=4_000)
     Traceback (most recent call last):
@@ -69,8 +76,13 @@ class ContextBudget:
     window: int = 128_000
     reserve_output: int = 4_000
     scratchpad_max: int = 6_000
+    summary_max: int | None = None
 
     def __post_init__(self) -> None:
+        if self.summary_max is not None and (
+            isinstance(self.summary_max, bool) or not isinstance(self.summary_max, int) or self.summary_max < 1
+        ):
+            raise BudgetError(f"summary_max must be a whole number of tokens >= 1 (or None), got {self.summary_max!r}")
         for name in ("window", "reserve_output", "scratchpad_max"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -90,6 +102,16 @@ class ContextBudget:
     def input_limit(self) -> int:
         """The most input tokens a prompt may have: the window minus the reserved reply."""
         return self.window - self.reserve_output
+
+    @property
+    def summary_cap(self) -> int:
+        """The most tokens the rolled-up summary may take: ``summary_max``, else a tenth of the
+        input limit.
+
+        >>> ContextBudget(window=10_000, reserve_output=2_000).summary_cap
+        800
+        """
+        return self.summary_max if self.summary_max is not None else max(1, self.input_limit // 10)
 
     def history_allowance(self, fixed_tokens: int, scratchpad_tokens: int) -> int:
         """Tokens the history may take once the fixed prefix, scratchpad and reply have theirs.
@@ -125,7 +147,10 @@ class ContextBudget:
             )
         return allowance
 
-    def allocate(self, fixed_tokens: int, scratchpad_tokens: int, history_tokens: int) -> Allocation:
+    def allocate(
+        self, fixed_tokens: int, scratchpad_tokens: int, history_tokens: int, *,
+        summary_tokens: int = 0, pinned_tokens: int = 0,
+    ) -> Allocation:
         """Describe how a prompt with these parts uses the window (never raises).
 
         >>> ContextBudget(window=1_000, reserve_output=200).allocate(100, 50, 700).free
@@ -137,6 +162,8 @@ class ContextBudget:
             scratchpad=scratchpad_tokens,
             history=history_tokens,
             reserved_output=self.reserve_output,
+            summary=summary_tokens,
+            pinned=pinned_tokens,
         )
 
 

@@ -249,6 +249,7 @@ def compress_history(
     store: TrajectoryStore | None = None,
     log: MemoryLog | None = None,
     count: Callable[[Message], int] | None = None,
+    memo: dict[tuple[int, str], tuple[Any, ...]] | None = None,
 ) -> list[dict[str, Any]]:
     """A view of ``messages`` at lap ``step`` with tool results shrunk by age.
 
@@ -272,6 +273,10 @@ def compress_history(
     With ``log`` (a :class:`ctxlab.MemoryLog`), one ``"compress"`` event records the changed
     results in full, the tokens before and after (counted with ``count``), and per result
     its tier, characters before and after, and reference.
+
+    ``memo`` (a dict kept across laps, as :class:`ctxlab.Assembler` does) remembers each
+    result's compressed text per tier, so a result is compressed (and stored) once per tier
+    over a whole run rather than once per lap.
 
     >>> call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
     >>> history = [{"role": "assistant", "content": None, "tool_calls": [call], "step": 1},
@@ -321,13 +326,31 @@ def compress_history(
             out.append(message)  # type: ignore[arg-type]
             continue
         age = step - lap
+        stubbed = compress_after is not None and age > compress_after
+        key = (id(message), "reference" if stubbed else "compressed")
+        known = memo.get(key) if memo is not None else None
+        if known is not None and known[0] is message:
+            _, new, ref, view = known
+            if new is None:
+                out.append(message)  # type: ignore[arg-type]
+                continue
+            tier = "reference" if new.startswith(STUB_PREFIX) else "compressed"
+            out.append(view)  # the same dict as last lap: counted from memory
+            replaced.append(message)
+            changes.append(
+                {"index": index, "tool_call_id": message.get("tool_call_id"), "lap": lap, "age": age,
+                 "tier": tier, "chars_before": len(content), "chars_after": len(new), "ref": ref}
+            )
+            continue
         new = compress(content, max_chars)
         if new == content:
+            if memo is not None:
+                memo[key] = (message, None, None, None)
             out.append(message)  # type: ignore[arg-type]
             continue
         tier = "compressed"
         ref = store.save_result(message) if store is not None else None
-        if compress_after is not None and age > compress_after:
+        if stubbed:
             assert ref is not None
             function = caller[1].get("function") or {}
             stub = reference_stub(
@@ -339,7 +362,10 @@ def compress_history(
             )
             if len(stub) < len(new):
                 new, tier = stub, "reference"
-        out.append({**message, "content": new})
+        view = {**message, "content": new}
+        if memo is not None:
+            memo[key] = (message, new, ref, view)
+        out.append(view)
         replaced.append(message)
         changes.append(
             {"index": index, "tool_call_id": message.get("tool_call_id"), "lap": lap, "age": age,

@@ -34,6 +34,7 @@ OPEN QUESTIONS:
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import os
 import sys
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SummaryError
+from .offline import offline_summary
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -233,8 +235,6 @@ class OfflineSummariser:
             (m.get("content") for m in reversed(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)),
             "",
         )
-        from .summarising import offline_summary
-
         return _completion(offline_summary(prompt), model=model, messages=messages)
 
 
@@ -282,6 +282,27 @@ class ScriptedClient:
 
 
 # --- one request, with a bounded retry --------------------------------------------------------
+
+
+_ASYNC_CLIENT = (
+    "complete() needs a synchronous client, but this client's chat.completions.create is "
+    "async (openai.AsyncOpenAI or similar): pass openai.OpenAI(...) or ctxlab.get_client() "
+    "instead, or await client.chat.completions.create(...) yourself"
+)
+
+
+def _sync_create(client: Any) -> Callable[..., Any]:
+    """``client.chat.completions.create``, refusing a client that lacks it or is async."""
+    create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
+    if create is None:
+        raise TypeError(
+            f"the client must have the openai interface, client.chat.completions.create(...); "
+            f"got {type(client).__name__}. Use ctxlab.get_client(), openai.OpenAI(...) or "
+            "ctxlab.ScriptedClient([...])"
+        )
+    if inspect.iscoroutinefunction(create) or type(client).__name__.startswith("Async"):
+        raise TypeError(_ASYNC_CLIENT)
+    return create
 
 
 class _MalformedReply(Exception):
@@ -381,13 +402,19 @@ def complete(
         raise ValueError(f"retries must be a whole number >= 0, got {retries!r}")
     from .messages import strip_course_keys
 
+    create = _sync_create(client)
     model = model or summary_model()
     request = strip_course_keys(messages)
     attempts = retries + 1
     last: tuple[str, BaseException] | None = None
     for attempt in range(1, attempts + 1):
         try:
-            response = client.chat.completions.create(model=model, messages=request, temperature=temperature)
+            response = create(model=model, messages=request, temperature=temperature)
+            if inspect.isawaitable(response):
+                close = getattr(response, "close", None)
+                if close is not None:
+                    close()  # never awaited: close it so Python does not warn
+                raise TypeError(_ASYNC_CLIENT)
             return _reply_text(response)
         except Exception as err:
             reason = _classify(err)

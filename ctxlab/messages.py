@@ -21,13 +21,14 @@ ctxlab.errors.MessageError: message 0: tool result for call 'call_9' does not fo
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .errors import MessageError
+from .parts import part_problem
 from .tokens import COURSE_KEYS
 
-__all__ = ["ROLES", "MessageChecker", "validate_messages", "message_problems", "strip_course_keys"]
+__all__ = ["ROLES", "MessageChecker", "as_message", "as_messages", "validate_messages", "message_problems", "strip_course_keys"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The roles the Chat Completions API accepts today."""
@@ -43,16 +44,50 @@ def _content_problem(content: Any, role: str) -> str | None:
     if isinstance(content, str):
         return None
     if isinstance(content, list):
-        for part in content:
-            if not isinstance(part, Mapping) or "type" not in part:
-                return "each content part must be a dict with a 'type', such as {'type': 'text', 'text': '...'}"
-            if part["type"] == "text" and not isinstance(part.get("text"), str):
-                return "a text content part needs a 'text' string"
+        if role == "assistant" and not content:
+            return None
+        for number, part in enumerate(content):
+            problem = part_problem(part, role, where=f"content part {number}")
+            if problem:
+                return problem
         return None
     return (
         f"'content' must be a string (or None for an assistant message that only calls tools), "
         f"got {type(content).__name__}; convert it with json.dumps(...) or str(...)"
     )
+
+
+STRUCTURED_FIELDS = ("content", "tool_calls", "function_call", "annotations", "audio")
+"""The fields whose value may be something other than a string: each has its own rule."""
+
+
+def _field_problem(key: Any, value: Any) -> str | None:
+    """What is wrong with a field outside the structured ones: any string (or ``None``) is fine."""
+    if not isinstance(key, str):
+        return f"field names must be strings, got {key!r}"
+    if key in STRUCTURED_FIELDS or key in COURSE_KEYS or value is None or isinstance(value, str):
+        return None
+    return (
+        f"field {key!r} holds a {type(value).__name__}; apart from content, tool_calls, "
+        "function_call, annotations and audio, a message's fields are strings: remove it, or "
+        "store it as text with json.dumps(...)"
+    )
+
+
+def _extras_problem(message: Mapping[str, Any]) -> str | None:
+    annotations = message.get("annotations")
+    if annotations is not None and not isinstance(annotations, list):
+        return f"'annotations' must be a list (the reply's citations), got {type(annotations).__name__}"
+    audio = message.get("audio")
+    if audio is not None and not (isinstance(audio, Mapping) and isinstance(audio.get("id"), str)):
+        return "'audio' must be {'id': str}, the id of an earlier audio reply, or None"
+    function_call = message.get("function_call")
+    if function_call is not None and not (
+        isinstance(function_call, Mapping) and isinstance(function_call.get("name"), str)
+        and isinstance(function_call.get("arguments", ""), str)
+    ):
+        return "'function_call' must be {'name': str, 'arguments': JSON str}, or None"
+    return None
 
 
 def _call_problem(call: Any) -> str | None:
@@ -76,6 +111,12 @@ def _call_problem(call: Any) -> str | None:
 class MessageChecker:
     """Checks messages one at a time, remembering what pairing needs from the ones before.
 
+    The pairing rule is the API's, and it is local to each turn group: every tool message
+    answers a call of the assistant message just before its group of tool messages, and every
+    call of that message is answered exactly once before any other message. Ids must be unique
+    within one assistant message; a later assistant message may use an id again (real runs
+    do, and the API accepts them).
+
     :func:`message_problems` runs one over a whole list; an agent whose history only grows can
     keep one and check each new message once (:class:`ctxlab.GrowingHistory` does).
     ``check`` returns the problems of one message; ``finish`` those of calls left unanswered.
@@ -95,7 +136,7 @@ class MessageChecker:
     def __init__(self) -> None:
         self.open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
         self.answered: set[str] = set()
-        self.seen_ids: dict[str, int] | ChainMap[str, int] = {}  # every call id -> its message
+        self.seen_ids: dict[str, int] | ChainMap[str, int] = {}  # call id -> the latest message that made it
         self._parent: MessageChecker | None = None
 
     @property
@@ -137,7 +178,7 @@ class MessageChecker:
         """The problems of ``message`` at position ``index``, given every message before it."""
         problems: list[tuple[int | None, str]] = []
         if not isinstance(message, Mapping):
-            return [(index, f"expected a dict, got {type(message).__name__}")]
+            return [(index, _not_a_dict(message))]
         role = message.get("role")
         if role is None:
             return [(index, "missing 'role'; use one of " + ", ".join(ROLES))]
@@ -156,14 +197,19 @@ class MessageChecker:
             if problem:
                 problems.append((index, problem))
 
+        for key, value in message.items():
+            problem = _field_problem(key, value)
+            if problem:
+                problems.append((index, problem))
+        problem = _extras_problem(message)
+        if problem:
+            problems.append((index, problem))
         for key in COURSE_KEYS & message.keys():
             value = message[key]
             if key == "step" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 problems.append((index, f"'step' must be a lap number (an int >= 0), got {value!r}"))
             if key == "pinned" and not isinstance(value, bool):
                 problems.append((index, f"'pinned' must be True or False, got {value!r}"))
-        if "name" in message and not isinstance(message["name"], str):
-            problems.append((index, f"'name' must be a string, got {type(message['name']).__name__}"))
 
         if role == "assistant" and message.get("tool_calls") is not None:
             problems += self._check_calls(index, message["tool_calls"])
@@ -181,10 +227,10 @@ class MessageChecker:
                 problems.append((index, problem))
                 continue
             call_id = call["id"]
-            if call_id in self.seen_ids:
+            if call_id in self.open_calls:
                 problems.append((index, (
-                    f"tool call id {call_id!r} was already used by message "
-                    f"{self.seen_ids[call_id]}; every call needs its own id"
+                    f"tool call id {call_id!r} appears twice in this message's tool_calls; "
+                    "each call of one assistant message needs its own id"
                 )))
                 continue
             self.seen_ids[call_id] = index
@@ -214,6 +260,56 @@ class MessageChecker:
         return []
 
 
+def _not_a_dict(message: Any) -> str:
+    """The problem of a message that is not a dict, with the fix for SDK objects."""
+    name = type(message).__name__
+    if hasattr(message, "model_dump"):
+        return (
+            f"expected a dict, got the SDK object {name}; convert it with "
+            "ctxlab.as_message(message) (or message.model_dump(exclude_none=True))"
+        )
+    return f"expected a dict, got {name}"
+
+
+def as_message(message: Any) -> dict[str, Any]:
+    """A message as a plain dict: an SDK object (pydantic, e.g. ``ChatCompletionMessage``) is
+    converted with ``model_dump(exclude_none=True)``; a dict comes back as it is.
+
+    ``None`` fields and an empty ``annotations`` list are left out: they carry nothing and
+    the API does not need them back.
+
+    >>> class Reply:  # what the openai SDK's ChatCompletionMessage offers
+    ...     def model_dump(self, exclude_none=False):
+    ...         return {"role": "assistant", "content": "Done.", "refusal": None, "annotations": []}
+    >>> as_message(Reply())
+    {'role': 'assistant', 'content': 'Done.'}
+    """
+    if isinstance(message, dict):
+        return message
+    if isinstance(message, Mapping):
+        return dict(message)
+    dump = getattr(message, "model_dump", None)
+    if dump is None:
+        raise MessageError(f"the message: {_not_a_dict(message)}")
+    data = dump(exclude_none=True)
+    return {k: v for k, v in data.items() if v is not None and not (k == "annotations" and v == [])}
+
+
+def as_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    """:func:`as_message` of each message: a list of plain dicts (dicts are not copied).
+
+    >>> as_messages([{"role": "user", "content": "hi"}])
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    out = []
+    for index, message in enumerate(messages):
+        try:
+            out.append(as_message(message))
+        except MessageError:
+            raise MessageError(f"message {index}: {_not_a_dict(message)}", index=index) from None
+    return out
+
+
 def message_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int | None, str]]:
     """Yield ``(index, problem)`` for everything wrong with ``messages``, in order.
 
@@ -237,15 +333,20 @@ def message_problems(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[in
 def validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
     """Raise :class:`ctxlab.MessageError` naming the first problem, or return ``None``.
 
-    Accepts every real Chat Completions transcript: parallel tool calls, assistant messages
+    Accepts what the Chat Completions API accepts: parallel tool calls, assistant messages
     with both text and tool calls, ``content: None`` on an assistant that only calls tools,
-    content given as a list of text parts, and the course keys ``step`` and ``pinned``.
+    content given as a list of parts (text, refusal, image_url, input_audio: see
+    :mod:`ctxlab.parts`), the keys the SDK's ``model_dump()`` adds (``refusal``, ``audio``,
+    ``annotations``, ``function_call``, any of them ``None``), a call id used again by a later
+    assistant message, and the course keys ``step`` and ``pinned``. Whatever it accepts,
+    :func:`ctxlab.count_messages` can count. SDK objects are refused with the fix
+    (:func:`ctxlab.as_messages` converts them).
 
     >>> validate_messages([{"role": "user", "content": "hi"}, {"role": "assistant"}])
     >>> validate_messages([{"role": "user", "content": ["hi"]}])
     Traceback (most recent call last):
     ...
-    ctxlab.errors.MessageError: message 0: each content part must be a dict with a 'type', such as {'type': 'text', 'text': '...'}
+    ctxlab.errors.MessageError: message 0: content part 0 must be a dict with a 'type', such as {'type': 'text', 'text': '...'}
     """
     for index, problem in message_problems(messages):
         prefix = "message list" if index is None else f"message {index}"

@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .assembly import AssemblyState, build_context
+from .assembler import Assembler
+from .assembly import AssemblyState
 from .budget import ContextBudget
 from .events import MemoryLog
 from .messages import strip_course_keys
@@ -188,7 +189,8 @@ class Summarise(Policy):
 
 
 class Assemble(Policy):
-    """The whole assembler: :func:`ctxlab.build_context` lap after lap, with its state.
+    """The whole assembler: :func:`ctxlab.build_context` lap after lap, with its state (run by
+    an :class:`ctxlab.Assembler`, which gives the same prompts at the cost of what is new).
 
     Pins (system prompt, the task, every user message), one roll-up summary of what is cut,
     tool results compressed by age, and a :class:`ctxlab.Scratchpad` kept by code
@@ -236,6 +238,7 @@ class Assemble(Policy):
     def reset(self) -> None:
         super().reset()
         self.state = AssemblyState()
+        self._assembler: Assembler | None = None
         self.scratchpad: Scratchpad | None = None
         self._calls: dict[str, Mapping[str, Any]] = {}
         self._read = 0
@@ -258,9 +261,12 @@ class Assemble(Policy):
 
     def prompt(self, history, lap, budget, tools):
         pad = self._update(history)
-        context = build_context(
-            history, budget, tools=tools, scratchpad=pad, state=self.state, client=self.client,
-            step=lap, log=self.log, count=self.counter.message, **self.options,
-        )
+        assembler = self._assembler
+        if assembler is None or assembler.budget != budget or assembler.tools is not tools:
+            assembler = self._assembler = Assembler(  # an Assembler costs what is new on each lap
+                budget, tools=tools, client=self.client, log=self.log, counter=self.counter, **self.options,
+            )
+            assembler.state = self.state
+        context = assembler.context(history, scratchpad=pad, step=lap)
         self.state = context.state
         return context.messages

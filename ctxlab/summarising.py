@@ -42,6 +42,23 @@ from typing import Any
 from .errors import BudgetError, SummaryError
 from .events import MemoryLog
 from .llm import complete
+from .offline import offline_summary
+from .summary_format import (
+    COMPACTION_INSTRUCTIONS,
+    MIN_SUMMARY_TOKENS,
+    PRIOR_CLOSING,
+    PRIOR_OPENING,
+    SECTIONS,
+    STEPS_HEADING,
+    SUMMARY_PREFIX,
+    _clip,
+    bound_summary,
+    compaction_prompt,
+    is_summary,
+    summary_message,
+    summary_text,
+    summary_tokens,
+)
 from .tokens import TokenCounter
 from .trimming import fit, pinned_indices, turn_group_spans
 
@@ -58,46 +75,15 @@ __all__ = [
     "summary_text",
     "trim_and_summarise",
     "offline_summary",
+    "bound_summary",
 ]
+
+__all__ += ["PRIOR_OPENING", "PRIOR_CLOSING", "STEPS_HEADING", "summary_tokens"]  # the prompt's format
 
 Message = Mapping[str, Any]
 
-SUMMARY_PREFIX = "[Summary of earlier steps]"
-"""The first line of every summary message: how a summary is told from other messages."""
-
-SECTIONS = ("FACTS", "DECISIONS", "FAILURES", "USER INSTRUCTIONS", "OPEN QUESTIONS")
-"""The headings of a summary, in order."""
-
-COMPACTION_INSTRUCTIONS = """\
-The agent steps below are being removed from an agent's context to make room. Your summary is
-all the agent will keep of them, so write it for the agent, to carry on its task.
-
-Write terse bullet points, one line each, under exactly these headings:
-FACTS: every fact the steps established, each tagged with the tool and the lap it came from,
-as [tool, lap N]. Copy error codes, identifiers, hosts, numbers and timestamps exactly.
-DECISIONS: every decision the agent made, with its reason.
-FAILURES: every tool call that failed: the tool, its arguments, the laps, and how it failed
-in the error's own words, so that the agent does not retry it blindly.
-USER INSTRUCTIONS: every instruction or constraint the user gave, word for word.
-OPEN QUESTIONS: what is still unknown or still to do.
-Write "- none" under a heading with nothing to report. Leave out reasoning that led nowhere,
-the task itself (the agent still has it) and any commentary."""
-"""What the compaction prompt asks for (facts with sources, decisions with reasons, failures
-and how they failed, user instructions, open questions), before the steps themselves."""
-
-PRIOR_OPENING = "PREVIOUS SUMMARY"
-PRIOR_CLOSING = "END OF PREVIOUS SUMMARY"
-STEPS_HEADING = "STEPS TO FOLD IN:"
-
-_ENTRY = re.compile(r"^\[lap (?P<lap>[^\]]*)\] (?P<rest>.*)$")
-_NOTABLE = re.compile(r"\b(ERROR|FATAL|CRITICAL|PANIC|FAILED|Traceback)\b")
 _TEXT_FAILURE = re.compile(r"^\s*(error|exception|traceback|fatal)\b", re.IGNORECASE)
 _DETAIL_KEY = re.compile(r"code|status|reason|retry", re.IGNORECASE)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def _content_text(message: Message) -> str:
@@ -210,29 +196,6 @@ def render_steps(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
-def compaction_prompt(steps_text: str, prior_summary: str | None = None) -> str:
-    """The request to a summariser: the instructions, the previous summary (if any), the steps.
-
-    With a previous summary the prompt asks for ONE updated summary that keeps every line of
-    the old one that is still true: a roll-up, never a second summary stacked on the first.
-
-    >>> prompt = compaction_prompt("[lap 9] assistant: Checking pgbouncer.", "FACTS:\\n- [search_logs, lap 3] 55P03")
-    >>> "every tool call that failed" in prompt, "55P03" in prompt, prompt.endswith("Checking pgbouncer.")
-    (True, True, True)
-    """
-    if not isinstance(steps_text, str):
-        raise TypeError(f"steps_text must be the rendered steps (a str, see render_steps), got {type(steps_text).__name__}")
-    parts = [COMPACTION_INSTRUCTIONS]
-    if prior_summary and prior_summary.strip():
-        parts.append(
-            f"{PRIOR_OPENING}: fold the new steps into it. Keep every line of it that is still "
-            "true, update what the new steps changed, and return ONE summary under the same "
-            f"headings. Never drop a failure or a user instruction.\n{prior_summary.strip()}\n{PRIOR_CLOSING}"
-        )
-    parts.append(f"{STEPS_HEADING}\n{steps_text}")
-    return "\n\n".join(parts)
-
-
 def compact(
     client: Any,
     dropped: Sequence[Message],
@@ -241,6 +204,8 @@ def compact(
     model: str | None = None,
     retries: int = 2,
     backoff: float = 0.5,
+    max_tokens: int | None = None,
+    count: Callable[[Message], int] | None = None,
 ) -> str:
     """Fold the ``dropped`` messages (and the ``prior_summary``) into ONE summary; return it.
 
@@ -248,6 +213,12 @@ def compact(
     :func:`ctxlab.get_client`) at temperature 0, with the prompt of :func:`compaction_prompt`
     as a single user message, retried as :func:`ctxlab.complete` does. With nothing dropped
     it returns ``prior_summary`` unchanged (``""`` without one) and calls nothing.
+
+    With ``max_tokens`` the summary is bounded: the prompt states the cap; a reply over it is
+    sent back once to be folded again (the summariser is asked to shorten its own summary
+    under the same cap), and one still over it is cut by :func:`bound_summary`'s rule, so the
+    summary message never takes more than ``max_tokens`` (counted with ``count``, as in
+    :func:`ctxlab.fit`).
 
     Raises :class:`ctxlab.SummaryError` when the summariser keeps failing: nothing is lost,
     the caller still has ``dropped``.
@@ -259,45 +230,31 @@ def compact(
     >>> request = client.requests[0]
     >>> request["temperature"], "FACTS:\\n- earlier" in request["messages"][0]["content"]
     (0, True)
+    >>> long = compact(ctxlab.OfflineSummariser(), ctxlab.load_transcript("research")[2:80], max_tokens=300)
+    >>> summary_tokens(long) <= 300
+    True
     """
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < MIN_SUMMARY_TOKENS
+    ):
+        raise ValueError(
+            f"max_tokens must be a whole number of tokens >= {MIN_SUMMARY_TOKENS} (the summary's cap: "
+            f"room for its prefix and a line), got {max_tokens!r}"
+        )
     if not dropped:
-        return prior_summary or ""
-    prompt = compaction_prompt(render_steps(dropped), prior_summary)
-    text = complete(client, [{"role": "user", "content": prompt}], model=model, temperature=0, retries=retries, backoff=backoff)
-    return text.strip()
+        return bound_summary(prior_summary, max_tokens, count) if prior_summary and max_tokens else prior_summary or ""
 
+    def ask(steps: str, prior: str | None) -> str:
+        prompt = compaction_prompt(steps, prior, max_tokens=max_tokens)
+        reply = complete(client, [{"role": "user", "content": prompt}], model=model, temperature=0,
+                         retries=retries, backoff=backoff)
+        return reply.strip()
 
-def is_summary(message: Message) -> bool:
-    """True for a summary message (a user or system message starting with :data:`SUMMARY_PREFIX`).
-
-    >>> is_summary(summary_message("FACTS:\\n- none")), is_summary({"role": "user", "content": "hi"})
-    (True, False)
-    """
-    content = message.get("content")
-    return message.get("role") in ("user", "system") and isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
-
-
-def summary_message(text: str, *, step: int | None = None) -> dict[str, Any]:
-    """The message that carries a summary: ``{"role": "user", "content": PREFIX + text, "pinned": True}``.
-
-    >>> summary_message("FACTS:\\n- none", step=4)
-    {'role': 'user', 'content': '[Summary of earlier steps]\\nFACTS:\\n- none', 'pinned': True, 'step': 4}
-    """
-    message: dict[str, Any] = {"role": "user", "content": f"{SUMMARY_PREFIX}\n{text.strip()}", "pinned": True}
-    if step is not None:
-        message["step"] = step
-    return message
-
-
-def summary_text(message: Message) -> str:
-    """The summary a summary message carries, without the prefix.
-
-    >>> summary_text(summary_message("FACTS:\\n- none"))
-    'FACTS:\\n- none'
-    """
-    if not is_summary(message):
-        raise ValueError(f"not a summary message (its content must start with {SUMMARY_PREFIX!r})")
-    return message["content"][len(SUMMARY_PREFIX):].strip()
+    text = ask(render_steps(dropped), prior_summary)
+    if max_tokens is None or summary_tokens(text, count) <= max_tokens:
+        return text
+    text = ask("(none: shorten the previous summary to the cap)", text)  # fold it once more
+    return bound_summary(text, max_tokens, count)
 
 
 def _last_step(messages: Sequence[Message]) -> int | None:
@@ -315,6 +272,7 @@ def trim_and_summarise(
     count: Callable[[Message], int] | None = None,
     model: str | None = None,
     summary_reserve: int | None = None,
+    summary_max: int | None = None,
     log: MemoryLog | None = None,
     lap: int | None = None,
     on_failure: str = "raise",
@@ -333,6 +291,8 @@ def trim_and_summarise(
       folded in too (at most three times), so the result always fits, or
       :class:`ctxlab.BudgetError` says why not.
     * Each message is counted once per call (``count``, as in :func:`ctxlab.fit`).
+    * ``summary_max`` caps the summary (as :func:`compact`'s ``max_tokens``; the reserve is then
+      at most the cap), so it never grows past it however many times it is rolled up.
     * ``log`` gets a ``"summarise"`` event holding the dropped messages and the summary.
 
     When the summariser fails (:class:`ctxlab.SummaryError`), no step is lost: a
@@ -359,6 +319,10 @@ def trim_and_summarise(
         raise ValueError(f"on_failure must be 'raise' or 'trim', got {on_failure!r}")
     if on_failure == "trim" and log is None:
         raise ValueError("on_failure='trim' needs a log (a ctxlab.MemoryLog): the dropped steps are kept there")
+    if summary_max is not None and (
+        isinstance(summary_max, bool) or not isinstance(summary_max, int) or summary_max < MIN_SUMMARY_TOKENS
+    ):
+        raise ValueError(f"summary_max must be a whole number of tokens >= {MIN_SUMMARY_TOKENS}, got {summary_max!r}")
     counter = count or TokenCounter().message
     known: dict[int, int] = {}
 
@@ -379,6 +343,9 @@ def trim_and_summarise(
         lap = _last_step(messages)
 
     reserve = allowance // 5 if summary_reserve is None else summary_reserve
+    if summary_max is not None:
+        reserve = min(reserve, summary_max) if isinstance(reserve, int) and not isinstance(reserve, bool) else reserve
+    cap = summary_max if summary_max is None else max(MIN_SUMMARY_TOKENS, min(summary_max, reserve))
     if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < allowance:
         raise BudgetError(
             f"summary_reserve must be a whole number of tokens from 0 to below the allowance "
@@ -412,19 +379,21 @@ def trim_and_summarise(
     message: dict[str, Any] | None = None
     try:
         for _ in range(3):
-            text = compact(client, dropped, text or None, model=model, retries=retries, backoff=backoff)
+            text = compact(client, dropped, text or None, model=model, retries=retries, backoff=backoff,
+                           max_tokens=cap, count=counter)
             candidate = summary_message(text, step=_last_step([*old, *summarised]))
-            if cost(candidate) <= allowance - sum(cost(m) for m in kept):
+            candidate_tokens = counter(candidate)  # not cost(): a new dict may reuse a dead one's id
+            if candidate_tokens <= allowance - sum(cost(m) for m in kept):
                 message = candidate
                 break
-            kept, dropped = fitted(kept, allowance - cost(candidate))
+            kept, dropped = fitted(kept, allowance - candidate_tokens)
             summarised += dropped
         if message is None:
             raise BudgetError(
-                f"the summary keeps outgrowing the room left for it ({cost(candidate)} tokens "
+                f"the summary keeps outgrowing the room left for it ({candidate_tokens} tokens "
                 f"after three tries, in an allowance of {allowance}); raise summary_reserve or "
                 "the allowance, or ask the summariser for a shorter summary",
-                needed=cost(candidate),
+                needed=candidate_tokens,
                 available=allowance,
             )
     except SummaryError as err:
@@ -458,7 +427,7 @@ def trim_and_summarise(
         log.record(
             "summarise", lap=lap, tokens_before=before, tokens_after=sum(cost(m) for m in out),
             messages=summarised,
-            detail=f"rolled {len(summarised)} messages ({laps}) into one {cost(message)}-token summary"
+            detail=f"rolled {len(summarised)} messages ({laps}) into one {counter(message)}-token summary"
             + ("; previous summary folded in" if prior_summary else ""),
             summary=text, prior_summary=prior_summary,
         )
@@ -479,132 +448,3 @@ def _with_summary(kept: list[Message], message: Message | None, rest: Sequence[M
     return [*kept[:head], message, *kept[head:]]
 
 
-# --- the offline summariser's rules -----------------------------------------------------------
-
-
-def _bullets_by_section(text: str) -> dict[str, list[str]]:
-    """Lines of a summary under each heading; stray lines go to FACTS."""
-    out: dict[str, list[str]] = {section: [] for section in SECTIONS}
-    current = "FACTS"
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line == SUMMARY_PREFIX:
-            continue
-        heading = line.rstrip(":").upper()
-        if line.endswith(":") and heading in out:
-            current = heading
-            continue
-        bullet = line if line.startswith("- ") else f"- {line}"
-        if bullet.lower() != "- none":
-            out[current].append(bullet)
-    return out
-
-
-def _parse_steps(text: str) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        match = _ENTRY.match(line)
-        if match:
-            entries.append({"lap": match["lap"], "head": match["rest"], "body": []})
-        elif entries:
-            entries[-1]["body"].append(line[4:] if line.startswith("    ") else line)
-    return entries
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
-
-
-def _gist(body: str) -> str:
-    stripped = body.strip()
-    if stripped.startswith(("{", "[")):
-        try:
-            obj = json.loads(stripped)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            fields = [f"{k}={v}" for k, v in obj.items() if isinstance(v, (str, int, float, bool))][:6]
-            if fields:
-                return _clip(", ".join(fields), 200)
-        if isinstance(obj, list):
-            return f"a list of {len(obj)} items"
-    lines = [line.strip() for line in stripped.splitlines() if line.strip()]
-    return _clip(" | ".join(lines[:2]), 200)
-
-
-_FAILURE_BULLET = re.compile(r"^- (?P<what>.+?) failed at laps? (?P<laps>[^:]+): (?P<how>.*)$")
-
-
-def _lap_key(lap: str) -> tuple[int, str]:
-    return (int(lap), lap) if lap.isdigit() else (10**9, lap)
-
-
-def offline_summary(prompt: str) -> str:
-    """The summary :class:`ctxlab.OfflineSummariser` writes for a compaction prompt (by rules).
-
-    >>> print(offline_summary(compaction_prompt("[lap 4] assistant: Is the disk full? Checking df.")))
-    FACTS:
-    - none
-    DECISIONS:
-    - [lap 4] Is the disk full? Checking df.
-    FAILURES:
-    - none
-    USER INSTRUCTIONS:
-    - none
-    OPEN QUESTIONS:
-    - [lap 4] Is the disk full?
-    """
-    prior = ""
-    start = prompt.find(f"{PRIOR_OPENING}:")
-    if start != -1:
-        end = prompt.find(PRIOR_CLOSING, start)
-        body = prompt[start:end if end != -1 else len(prompt)]
-        prior = body.partition("\n")[2]
-    steps_at = prompt.find(STEPS_HEADING, max(start, 0))
-    steps = prompt[steps_at + len(STEPS_HEADING):] if steps_at != -1 else ""
-
-    sections = _bullets_by_section(prior)
-    failures: dict[tuple[str, str], list[str]] = {}
-    for bullet in sections.pop("FAILURES"):
-        match = _FAILURE_BULLET.match(bullet)
-        key = (match["what"], match["how"]) if match else (bullet[2:], "")
-        laps = [lap.strip() for lap in match["laps"].split(",")] if match else []
-        failures.setdefault(key, []).extend(laps)
-
-    arguments: dict[str, str] = {}
-    for entry in _parse_steps(steps):
-        lap, head, body = entry["lap"], entry["head"], "\n".join(entry["body"])
-        called = re.match(r"^assistant called (\S+) (.*) \(id ([^)]*)\)$", head)
-        result = re.match(r"^tool (\S+) \(id ([^)]*)\) (?:FAILED: (.*)|returned:)$", head)
-        said = re.match(r"^(\w+): (.*)$", head)
-        if called:
-            arguments[called[3]] = _clip(called[2], 200)
-        elif result:
-            tool, call_id, how = result[1], result[2], result[3]
-            if how is not None:
-                what = f"{tool} {arguments.get(call_id, '')}".strip()
-                failures.setdefault((what, how), []).append(lap)
-                continue
-            gist = _gist(body)
-            if gist:
-                sections["FACTS"].append(f"- [{tool}, lap {lap}] {gist}")
-            notable = [line for line in body.splitlines() if _NOTABLE.search(line)][:3]
-            sections["FACTS"] += [f"- [{tool}, lap {lap}] {_clip(line, 300)}" for line in notable]
-        elif said:
-            role, text = said[1], "\n".join([said[2], body]).strip()
-            if role == "assistant":
-                sections["DECISIONS"].append(f"- [lap {lap}] {_clip(' '.join(_sentences(text)[:2]), 300)}")
-                sections["OPEN QUESTIONS"] += [f"- [lap {lap}] {_clip(s, 200)}" for s in _sentences(text) if s.endswith("?")]
-            elif role == "user":
-                sections["USER INSTRUCTIONS"].append(f"- [lap {lap}] {_clip(text, 1000)}")
-
-    sections["FAILURES"] = [
-        f"- {what} failed at lap{'s' if len(set(laps)) > 1 else ''} "
-        f"{', '.join(sorted(set(laps), key=_lap_key)) or '?'}: {how}".replace(" : ", ": ")
-        for (what, how), laps in failures.items()
-    ]
-    lines: list[str] = []
-    for section in SECTIONS:
-        bullets = list(dict.fromkeys(sections[section]))
-        lines += [f"{section}:", *(bullets or ["- none"])]
-    return "\n".join(lines)

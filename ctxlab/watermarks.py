@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .budget import model_calls
+from .errors import MessageError
 from .events import MemoryLog
+from .messages import MessageChecker
 from .tokens import TokenCounter
 from .trimming import fit
 
@@ -37,7 +39,10 @@ class HighLowTrimmer:
 
     Call it before every model call with the whole history so far (the same list, or a longer
     one that starts with the same messages); it returns the prompt's history: what it kept
-    last time, plus what arrived since, trimmed when that passes ``high``.
+    last time, plus what arrived since, trimmed when that passes ``high``. Every message is
+    validated once, when it arrives, whether or not a trim follows: a malformed one raises
+    :class:`ctxlab.MessageError` naming its index in the history (calls still waiting for
+    their results at the end are fine: the agent is mid-lap).
 
     * ``high``, ``low``: token marks, ``0 < low < high``, compared with the sum of
       :func:`ctxlab.count_message` over the kept messages (reply priming is not included);
@@ -98,6 +103,7 @@ class HighLowTrimmer:
         self._seen = 0
         self._last: Message | None = None
         self._tokens: dict[int, int] = {}
+        self._checker = MessageChecker()  # each message is checked once, when it arrives
 
     def _cost(self, message: Message) -> int:
         key = id(message)
@@ -121,7 +127,15 @@ class HighLowTrimmer:
                 "or its earlier messages changed); a HighLowTrimmer follows one growing history: "
                 "call reset() to start on another"
             )
-        self._view.extend(history[self._seen:])
+        new = history[self._seen:]
+        trial = self._checker.fork()
+        for index, message in enumerate(new, start=self._seen):
+            problems = trial.check(index, message)
+            if problems:
+                where, problem = problems[0]
+                raise MessageError(f"message {where}: {problem}", index=where)
+        trial.commit()
+        self._view.extend(new)
         self._seen = len(history)
         self._last = history[-1] if history else None
         before = self.tokens

@@ -5176,10 +5176,18 @@ without the tokenizer, so the generator carries them as a table (`MEASURED_TOKEN
 changing any content, re-measure with `ctxlab.count_messages` and `ctxlab.count_tools` and update
 it.
 
+## Real recorded runs: `real/`
+
+The folder `real/` holds fourteen short agent runs recorded against the real OpenAI API, taken
+from the tests of an MIT-licensed open-source project; its `README.md` gives the source, the
+commit, the licence and how they were converted. The library's tests use them to check that
+ctxlab accepts, counts and fits what the API accepted; the lessons do not use them.
+
 ## Licence
 
-Written for Context Window Lab and released under the same licence as the rest of the project
-(MIT). Nothing here is copied from another source.
+The five transcripts above were written for Context Window Lab and are released under the same
+licence as the rest of the project (MIT); nothing in them is copied from another source. The
+files in `real/` keep their own MIT licence, whose text is in `real/LICENSE.pydantic-ai`.
 """
 
 

@@ -54,11 +54,25 @@ def test_static_first_summary_once_scratchpad_last():
     check_invariants(context, history, BUDGET, tools, pad())
     roles = [m["role"] for m in context.messages]
     summary_at = next(i for i, m in enumerate(context.messages) if is_summary(m))
-    assert roles[:3] == ["system", "user", "user"] and summary_at == 3  # goal and constraint pinned above it
+    assert roles[:2] == ["system", "user"] and summary_at == 2  # the task is pinned above it, nothing else
     assert context.messages[1]["content"] == history[1]["content"]
-    assert "published in 2021 or later" in context.messages[2]["content"]
     assert context.messages[-2] == ctxlab.strip_course_keys([history[-1]])[0]  # the newest message is kept
     assert context.summary and context.summary in context.messages[summary_at]["content"]
+    assert "published in 2021 or later" in context.summary  # the unpinned constraint was folded in
+
+
+def test_what_is_pinned_goes_above_the_summary_in_record_order():
+    history = research_until(30)
+    constraint = next(i for i, m in enumerate(history) if "published in 2021 or later" in (m.get("content") or ""))
+    marked = [*history[:constraint], {**history[constraint], "pinned": True}, *history[constraint + 1:]]
+    for record, options in ((marked, {}), (history, {"pin_user_messages": True})):
+        context = build_context(record, BUDGET, scratchpad=pad(), client=ctxlab.OfflineSummariser(), **options)
+        check_invariants(context, record, BUDGET, scratchpad=pad())
+        roles = [m["role"] for m in context.messages]
+        assert roles[:3] == ["system", "user", "user"] and is_summary(context.messages[3])
+        assert "published in 2021 or later" in context.messages[2]["content"]
+        assert context.allocation.pinned == sum(ctxlab.count_message(m) for m in record[1:constraint + 1]
+                                               if m["role"] == "user")
 
 
 def test_what_fits_is_sent_whole_except_old_results():
@@ -244,9 +258,14 @@ def test_any_record_gives_a_valid_prompt_in_budget_or_a_budget_error(history, wi
         return
     check_invariants(context, history, budget, scratchpad=scratchpad)
     sent = context.messages
-    for message in history:  # pins are never dropped
-        if message["role"] in ("system", "user") or message.get("pinned"):
+    first_user = next(m for m in history if m["role"] == "user")
+    for message in history:  # pins are never dropped: system, the task, what is marked pinned
+        if message["role"] == "system" or message is first_user or message.get("pinned"):
             assert ctxlab.strip_course_keys([message])[0] in sent
+    newest_sent = [m for m in sent if not is_scratchpad_message(m)][-1]
+    assert newest_sent == ctxlab.strip_course_keys([history[-1]])[0]  # the newest message is last
+    if context.summary is not None and any(map(is_summary, sent)):
+        assert ctxlab.count_message(next(m for m in sent if is_summary(m))) <= budget.summary_cap
     ids = {m.get("tool_call_id") for m in sent} | {c["id"] for m in sent for c in m.get("tool_calls") or []}
     newest = ctxlab.turn_groups(history)[-1]
     assert all(m.get("tool_call_id", None) in ids or m["role"] != "tool" for m in newest)

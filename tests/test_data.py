@@ -81,3 +81,98 @@ def test_parallel_calls_and_text_with_calls_are_present():
     messages = ctxlab.load_transcript("parallel")
     assert max(len(m.get("tool_calls") or []) for m in messages) >= 3
     assert any(m.get("tool_calls") and m.get("content") for m in messages)
+
+
+# --- real recorded trajectories (data/real/) and the course's own: every one is accepted ------
+
+REAL = ctxlab.transcripts.real_names()
+REAL_DIR = REPO / "data" / "real"
+
+
+def test_real_trajectories_are_there_with_their_provenance():
+    import json
+
+    assert len(REAL) >= 10
+    sources = json.loads((REAL_DIR / "sources.json").read_text(encoding="utf-8"))
+    licence = (REAL_DIR / "LICENSE.pydantic-ai").read_text(encoding="utf-8")
+    assert licence.startswith("The MIT License")
+    readme = (REAL_DIR / "README.md").read_text(encoding="utf-8")
+    for name, source in sources.items():
+        assert (REAL_DIR / f"{name}.jsonl").exists()
+        assert source["licence"] == "MIT" and len(source["commit"]) == 40
+        assert f"`{name}`" in readme
+    assert sum(p.stat().st_size for p in REAL_DIR.iterdir()) < 1_000_000
+
+
+def real_shapes():
+    """Keys and part types that occur in the real trajectories: what they exercise."""
+    keys, parts = set(), set()
+    for name in REAL:
+        for message in ctxlab.transcripts.load_real(name)[0]:
+            keys |= set(message)
+            if isinstance(message.get("content"), list):
+                parts |= {p["type"] for p in message["content"]}
+    return keys, parts
+
+
+def test_real_trajectories_hold_the_shapes_the_sdk_produces():
+    keys, parts = real_shapes()
+    assert {"refusal", "annotations", "tool_calls", "tool_call_id"} <= keys
+    assert {"text", "image_url", "input_audio"} <= parts
+
+
+@pytest.mark.parametrize("name", REAL + [f"course:{n}" for n in ctxlab.transcript_names()])
+def test_every_trajectory_validates_counts_and_fits(name):
+    if name.startswith("course:"):
+        messages, tools = ctxlab.load_transcript(name[7:]), ctxlab.load_tools(name[7:])
+        model = "gpt-4o"
+    else:
+        messages, tools, source = ctxlab.transcripts.load_real(name)
+        model = source["model"]
+    ctxlab.validate_messages(messages)
+    assert ctxlab.pairs_ok(messages)
+    counter = ctxlab.TokenCounter(ctxlab.encoding_for_model(model))
+    total = counter.messages(messages)
+    assert total == ctxlab.count_messages(messages, counter.encoding) > 3
+    assert counter.tools(tools) == ctxlab.count_tools(tools, counter.encoding)
+    grown = ctxlab.GrowingHistory(messages, count=counter.message)
+    for share in (0.25, 0.5, 0.8, 1.0):
+        allowance = int((total - 3) * share)
+        try:
+            kept, dropped = ctxlab.fit(messages, allowance, count=counter.message)
+        except ctxlab.BudgetError as err:
+            assert err.needed > allowance >= 0  # only when the pins and the newest group cannot fit
+            continue
+        assert ctxlab.pairs_ok(kept) and sum(map(counter.message, kept)) <= allowance
+        assert list(grown.fit(allowance)[0]) == kept
+    budget = ctxlab.ContextBudget(window=total + counter.tools(tools) + 2_000, reserve_output=1_000,
+                                  scratchpad_max=200)
+    context = ctxlab.build_context(messages, budget, tools=tools, count=counter.message)
+    assert context.tokens <= budget.input_limit and ctxlab.pairs_ok(context.messages)
+
+
+@pytest.mark.parametrize("name", REAL + [f"course:{n}" for n in ctxlab.transcript_names()])
+def test_summarising_never_fails_where_plain_trimming_fits(name):
+    if name.startswith("course:"):
+        messages = ctxlab.load_transcript(name[7:])
+    else:
+        messages = ctxlab.transcripts.load_real(name)[0]
+    calls = ctxlab.model_calls(messages) or [len(messages)]
+    record = messages[: calls[-1]] if calls[-1] > 1 else messages
+    static = 0
+    while static < len(record) and record[static]["role"] in ("system", "developer"):
+        static += 1
+    fixed = ctxlab.count_messages(record[:static])
+    elastic = sum(ctxlab.count_message(m) for m in record[static:])
+    for share in (0.25, 0.5, 0.8):
+        allowance = max(1, int(elastic * share))
+        budget = ctxlab.ContextBudget(window=fixed + allowance + 500, reserve_output=500, scratchpad_max=100)
+        try:
+            plain = ctxlab.build_context(record, budget, keep_full_for=99)
+        except ctxlab.BudgetError as err:
+            assert err.available is None or err.available >= 0
+            continue
+        summarised = ctxlab.build_context(record, budget, client=ctxlab.OfflineSummariser(), keep_full_for=99)
+        for context in (plain, summarised):
+            assert context.tokens <= budget.input_limit and ctxlab.pairs_ok(context.messages)
+            assert context.messages[-1] == ctxlab.strip_course_keys([record[-1]])[0]

@@ -71,10 +71,11 @@ def test_a_bad_message_is_refused_and_nothing_is_added():
         grown.extend([{"role": "user", "content": "next"}, {"role": "tool", "tool_call_id": "nope", "content": "r"}])
     assert err.value.index == 8
     assert (len(grown), grown.tokens) == before
-    with pytest.raises(ctxlab.MessageError, match="already used"):
-        grown.extend(tool_group(9, ["c1"]))  # an id the history used at lap 1
+    with pytest.raises(ctxlab.MessageError, match="appears twice"):
+        grown.extend(tool_group(9, ["c9", "c9"]))  # one message, one id twice
     grown.extend(tool_group(9, ["c9"]))  # the checker was left as it was
-    assert len(grown) == before[0] + 2
+    grown.extend(tool_group(10, ["c1"]))  # an id the history used at lap 1: the API accepts it
+    assert len(grown) == before[0] + 4
 
 
 def test_fit_waits_for_the_results_of_the_last_calls():

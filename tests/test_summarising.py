@@ -364,3 +364,18 @@ def test_trim_and_summarise_properties(history, allowance):
                 assert all(line in new_summary for line in ctxlab.summary_text(old).splitlines()[1:])
     else:
         assert out == history
+
+
+def test_a_capped_roll_up_never_grows_past_its_cap():
+    research = ctxlab.load_transcript("research")
+    counter = ctxlab.TokenCounter()
+    history, seen, sizes = [], 0, []
+    for index in ctxlab.model_calls(research)[1:]:  # the roll-up of a whole run, lap by lap
+        history = [*history, *research[seen:index]]
+        seen = index
+        history = ctxlab.trim_and_summarise(history, 4_000, client=ctxlab.OfflineSummariser(), summary_max=300,
+                                            count=counter.message)
+        sizes += [counter.message(m) for m in history if ctxlab.is_summary(m)]
+    assert len(sizes) > 10 and max(sizes) <= 300
+    with pytest.raises(ValueError, match="summary_max"):
+        ctxlab.trim_and_summarise(history, 4_000, client=ctxlab.OfflineSummariser(), summary_max=5)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
+import struct
 import subprocess
 import sys
 import textwrap
+import wave
 
 import pytest
 import tiktoken
@@ -120,7 +125,7 @@ def test_text_parts_count_their_text():
 @pytest.mark.parametrize(
     "message, words",
     [
-        ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "only text parts"),
+        ({"role": "user", "content": [{"type": "file", "file": {"file_id": "f"}}]}, "cannot be counted offline"),
         ({"role": "user", "content": {"text": "hi"}}, "cannot count field 'content'"),
         ({"role": "assistant", "content": None, "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"q": 1}}}]}, "json.dumps"),
     ],
@@ -217,16 +222,103 @@ def test_an_encoding_with_no_offline_source_says_what_to_do(tmp_path):
         """
         import ctxlab
         try:
-            ctxlab.encoding("o200k_base")
+            ctxlab.encoding("p50k_base")
         except ctxlab.EncodingUnavailable as err:
             print(err)
         """,
         tmp_path / "cache",
     )
     assert result.returncode == 0, result.stderr
-    assert "cl100k_base" in result.stdout and "network" in result.stdout
+    assert "cl100k_base, o200k_base" in result.stdout and "network" in result.stdout
 
 
 def test_unknown_encoding_lists_the_known_ones():
     with pytest.raises(ValueError, match="cl100k_base"):
         ctxlab.encoding("no_such_encoding")
+
+
+# --- every part and key the API accepts is counted by a documented rule -------------------
+
+
+def png_url(width, height):
+    header = b"\x89PNG\r\n\x1a\n" + b"\0\0\0\rIHDR" + struct.pack(">II", width, height) + b"\x08\x02\0\0\0"
+    return "data:image/png;base64," + base64.b64encode(header).decode()
+
+
+def wav_b64(seconds, rate=8_000):
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\0\0" * int(seconds * rate))
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+@pytest.mark.parametrize(
+    "width, height, detail, tokens",
+    [  # OpenAI's published examples for gpt-4o, and the edges of the rule
+        (1024, 1024, "high", 765),
+        (2048, 4096, "high", 1105),
+        (4096, 8192, "low", 85),
+        (512, 512, "auto", 255),
+        (513, 512, "high", 425),
+        (100, 3000, "high", 85 + 170 * 4),  # 68 x 2048 after the first scaling
+    ],
+)
+def test_image_parts_follow_the_published_rule(width, height, detail, tokens):
+    part = {"type": "image_url", "image_url": {"url": png_url(width, height), "detail": detail}}
+    message = {"role": "user", "content": [part]}
+    assert ctxlab.count_message(message) == TOKENS_PER_MESSAGE + 1 + tokens
+    ctxlab.validate_messages([message])
+
+
+def test_an_image_of_unknown_size_costs_the_configured_amount():
+    message = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}
+    assert ctxlab.count_message(message) == TOKENS_PER_MESSAGE + 1 + ctxlab.parts.UNKNOWN_IMAGE_TOKENS
+    assert ctxlab.count_message(message, unknown_image_tokens=2_000) == TOKENS_PER_MESSAGE + 1 + 2_000
+    assert ctxlab.TokenCounter(unknown_image_tokens=10).message(message) == TOKENS_PER_MESSAGE + 1 + 10
+
+
+def test_audio_refusal_and_sdk_keys_are_counted():
+    enc = ctxlab.encoding()
+    audio = {"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": wav_b64(2.5), "format": "wav"}}]}
+    assert ctxlab.count_message(audio) == TOKENS_PER_MESSAGE + 1 + 25
+    refusal = {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}
+    assert ctxlab.count_message(refusal) == TOKENS_PER_MESSAGE + 1 + len(enc.encode_ordinary("I can't help with that."))
+    dumped = {"role": "assistant", "content": "Done.", "refusal": None, "annotations": [], "audio": None,
+              "function_call": None, "tool_calls": None, "name": None}
+    assert ctxlab.count_message(dumped) == ctxlab.count_message({"role": "assistant", "content": "Done."})
+    replayed = {"role": "assistant", "content": None, "audio": {"id": "audio_abc"}}
+    assert ctxlab.count_message(replayed) == TOKENS_PER_MESSAGE + 1 + len(enc.encode_ordinary("audio_abc"))
+    for message in (audio, refusal, dumped, replayed):
+        ctxlab.validate_messages([message])
+
+
+def test_errors_name_the_index_or_say_the_message_never_none():
+    bad = {"role": "user", "content": [{"type": "file", "file": {}}]}
+    for call in (lambda: ctxlab.count_message(bad), lambda: ctxlab.TokenCounter().message(bad)):
+        with pytest.raises(ctxlab.MessageError) as err:
+            call()
+        assert "None" not in str(err.value) and str(err.value).startswith("the message:")
+    with pytest.raises(ctxlab.MessageError, match="^message 1:"):
+        ctxlab.count_messages([{"role": "user", "content": "ok"}, bad])
+
+
+def test_o200k_base_is_genuine_and_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    ctxlab.encoding.cache_clear()
+    try:
+        enc = ctxlab.encoding("o200k_base")
+        assert enc.name == "o200k_base" and enc.n_vocab == 200_019
+        assert enc.encode_ordinary("hello world") == [24912, 2375]  # tiktoken's published example
+        assert ctxlab.encoding_for_model("gpt-4o-mini") is enc
+        assert ctxlab.encoding_for_model("gpt-4").name == "cl100k_base"
+        # the seeded file is the genuine one: tiktoken loads it by name, hash-checked, offline
+        url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+        cached = tmp_path / hashlib.sha1(url.encode()).hexdigest()  # tiktoken's own cache key
+        assert hashlib.sha256(cached.read_bytes()).hexdigest() == (
+            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"  # tiktoken's expected_hash
+        )
+    finally:
+        ctxlab.encoding.cache_clear()

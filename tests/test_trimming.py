@@ -108,9 +108,10 @@ def test_fit_counts_each_message_once_at_2000_messages():
         return ctxlab.count_message(message)
 
     kept, dropped = ctxlab.fit(history, allowance=5_000, count=spy)
-    assert len(seen) == len(history)
-    assert max(seen.values()) == 1
+    assert max(seen.values()) == 1  # never twice
     assert len(kept) + len(dropped) == len(history)
+    # early stop: what is kept, plus the one group that did not fit, and nothing older
+    assert {id(m) for m in kept} <= seen.keys() and len(seen) < len(kept) + 10 < len(history)
 
 
 # --- properties --------------------------------------------------------------------------------
@@ -193,3 +194,43 @@ def test_groups_partition_and_pairs_hold(history):
     for group in groups:
         if len(group) > 1:
             assert group[0]["role"] == "assistant" and all(m["role"] == "tool" for m in group[1:])
+
+
+def fit_reference(messages, allowance, *, keep_recent=1, count=ctxlab.count_message):
+    """The algorithm fit had before it stopped early: count everything, then choose."""
+    tokens = [count(m) for m in messages]
+    if sum(tokens) <= allowance:
+        return list(messages), []
+    spans = turn_group_spans(messages)
+    pins = ctxlab.pinned_indices(messages)
+    group_tokens = [sum(tokens[a:b]) for a, b in spans]
+    pinned = {g for g, (a, b) in enumerate(spans) if pins & set(range(a, b))}
+    required = pinned | set(range(max(0, len(spans) - keep_recent), len(spans)))
+    needed = sum(group_tokens[g] for g in required)
+    if needed > allowance:
+        raise ctxlab.BudgetError("", needed=needed, available=allowance)
+    keep, room = set(required), allowance - needed
+    for g in range(len(spans) - 1, -1, -1):
+        if g in keep:
+            continue
+        if group_tokens[g] > room:
+            break
+        keep.add(g)
+        room -= group_tokens[g]
+    kept = [m for g, (a, b) in enumerate(spans) if g in keep for m in messages[a:b]]
+    dropped = [m for g, (a, b) in enumerate(spans) if g not in keep for m in messages[a:b]]
+    return kept, dropped
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.integers(min_value=0, max_value=8_000), st.integers(min_value=1, max_value=3))
+def test_early_stopping_fit_gives_the_same_answer_as_counting_everything(history, allowance, keep_recent):
+    try:
+        want = fit_reference(history, allowance, keep_recent=keep_recent)
+    except ctxlab.BudgetError as expected:
+        with pytest.raises(ctxlab.BudgetError) as err:
+            ctxlab.fit(history, allowance, keep_recent=keep_recent)
+        assert (err.value.needed, err.value.available) == (expected.needed, expected.available)
+        return
+    got = ctxlab.fit(history, allowance, keep_recent=keep_recent)
+    assert [list(map(id, part)) for part in got] == [list(map(id, part)) for part in want]

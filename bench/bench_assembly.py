@@ -1,0 +1,161 @@
+"""The assembler over long runs: what a lap costs as the record grows, a 1,000-lap soak, and
+the early-stopping ``fit`` against the floor.
+
+* **Per-lap cost.** A run made by repeating the research transcript's laps with fresh ids
+  (:func:`ctxlab.transcripts.repeat_laps`) is assembled lap after lap by a
+  :class:`ctxlab.Assembler` (32k window, summary capped at 2,000 tokens, the offline
+  summariser). At 200, 2,000 and 10,000 messages the next laps are timed (median), and set
+  against two references: the same laps through ``ctxlab.build_context`` with the previous
+  lap's state (what the library offered before the Assembler), and encoding that lap's new
+  messages once (``encode_ordinary`` on each counted string: the least work a lap can do).
+  Targets: a lap at 2,000 messages costs at most 2x a lap at 200; at 10,000 messages at most
+  1.5x encoding the lap's new messages.
+* **Soak.** 1,000 laps: tokens per lap, the summary's size, time per lap.
+* **Early stop.** ``ctxlab.fit`` (newest first, counting only the pins and what it keeps) on
+  a 5,000-message history of ``histories.history`` against ``contenders.floor`` (every
+  message encoded once).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import contenders
+import histories
+import measure
+
+import ctxlab
+from ctxlab.transcripts import repeat_laps
+
+BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_max=1_000, summary_max=2_000)
+FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 20, "soak": 1_000, "fit_size": 5_000}
+QUICK = {"sizes": (60, 200), "laps_timed": 3, "soak": 30, "fit_size": 300}
+
+
+def _run(messages: int) -> tuple[list[dict], list[int]]:
+    laps = max(4, messages // 2)
+    run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    while len(run) < messages + 200:
+        laps *= 2
+        run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    return run, ctxlab.model_calls(run)
+
+
+def _new_strings(messages: list[dict]) -> list[str]:
+    return [s for m in messages for s in contenders.counted_strings(m)]
+
+
+def per_lap(size: int, laps_timed: int) -> dict:
+    """Median seconds of a lap at ``size`` messages: Assembler, build_context, encoding the new."""
+    run, calls = _run(size)
+    tools = ctxlab.load_tools("research")
+    pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
+    assembler = ctxlab.Assembler(BUDGET, tools=tools, client=ctxlab.OfflineSummariser())
+    state, counter = ctxlab.AssemblyState(), ctxlab.TokenCounter()
+    start = next(k for k, i in enumerate(calls) if i >= size)
+    for i in calls[:start]:
+        context = assembler.context(run[:i], scratchpad=pad, step=run[i]["step"])
+    state = context.state
+    encoding = ctxlab.encoding()
+    ours, old, floor = [], [], []
+    previous = calls[start - 1]
+    for i in calls[start:start + laps_timed]:
+        new = run[previous:i]
+        began = time.perf_counter()
+        assembler.context(run[:i], scratchpad=pad, step=run[i]["step"])
+        ours.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        context = ctxlab.build_context(run[:i], BUDGET, tools=tools, scratchpad=pad, state=state,
+                                       client=ctxlab.OfflineSummariser(), count=counter.message, step=run[i]["step"])
+        old.append(time.perf_counter() - began)
+        state = context.state
+        strings = _new_strings(new)
+        began = time.perf_counter()
+        for text in strings:
+            encoding.encode_ordinary(text)
+        floor.append(time.perf_counter() - began)
+        previous = i
+    return {"size": size, "assembler": statistics.median(ours), "build_context": statistics.median(old),
+            "encode_new": statistics.median(floor)}
+
+
+def soak(laps: int) -> dict:
+    run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
+    tokens, summaries, times = [], [], []
+    for i in ctxlab.model_calls(run):
+        began = time.perf_counter()
+        context = assembler.context(run[:i], scratchpad=pad, step=run[i]["step"])
+        times.append(time.perf_counter() - began)
+        tokens.append(context.tokens)
+        summaries.append(context.allocation.summary)
+    times.sort()
+    return {
+        "laps": len(times), "messages": len(run), "over_budget": sum(t > BUDGET.input_limit for t in tokens),
+        "tokens_min": min(tokens), "tokens_median": int(statistics.median(tokens)), "tokens_max": max(tokens),
+        "summary_max": max(summaries), "summary_cap": BUDGET.summary_cap,
+        "compactions": assembler.log.count("summarise"),
+        "lap_median": statistics.median(times), "lap_p95": times[int(len(times) * 0.95) - 1], "lap_max": times[-1],
+    }
+
+
+def early_stop(size: int) -> dict:
+    messages = histories.history(size)
+    allowance = histories.ALLOWANCES["medium"]
+    fit_times, floor_times = [], []
+    for _ in range(5):
+        seconds, outcome = measure.timed(lambda: contenders.ctxlab_fit(messages, allowance))
+        fit_times.append(seconds)
+        seconds, _ = measure.timed(lambda: contenders.floor(messages))
+        floor_times.append(seconds)
+    return {"size": size, "allowance": allowance, "fit": statistics.median(fit_times),
+            "floor": statistics.median(floor_times), "kept": len(outcome.kept), "encoder_calls": outcome.encoder_calls}
+
+
+def main(results_dir: Path, *, quick: bool = False) -> str:
+    """Run the three measurements and return the report's section."""
+    options = QUICK if quick else FULL
+    laps = [per_lap(size, options["laps_timed"]) for size in options["sizes"]]
+    soaked = soak(options["soak"])
+    stop = early_stop(options["fit_size"])
+    rows = [(f"{r['size']:,}", measure.seconds(r["assembler"]), measure.seconds(r["build_context"]),
+             measure.seconds(r["encode_new"]), f"{r['assembler'] / r['encode_new']:.1f}x") for r in laps]
+    lines = [
+        "## Assembly over a long run",
+        "",
+        "Per-lap cost of `ctxlab.Assembler` (kept across laps) and of `ctxlab.build_context` with the previous",
+        "lap's state, at a given record length, against encoding that lap's new messages once. Research laps",
+        "repeated with fresh ids; 32k window, summary capped at 2,000 tokens, offline summariser; median of",
+        f"{options['laps_timed']} laps (laps that compact included).",
+        "",
+        measure.table(("messages", "Assembler", "build_context", "encode new", "Assembler / encode new"), rows),
+        "",
+    ]
+    small, large = laps[0], laps[-1]
+    if len(laps) >= 2:
+        two = next((r for r in laps if r["size"] >= 10 * small["size"]), large)
+        lines.append(f"- A lap at {two['size']:,} messages costs {two['assembler'] / small['assembler']:.2f}x a lap at "
+                     f"{small['size']:,} (target: at most 2x).")
+    lines.append(f"- At {large['size']:,} messages a lap costs {large['assembler'] / large['encode_new']:.1f}x encoding "
+                 "its new messages (target: at most 1.5x).")
+    lines += [
+        "",
+        f"Soak: {soaked['laps']:,} laps ({soaked['messages']:,} messages); prompts {soaked['tokens_min']:,} to "
+        f"{soaked['tokens_max']:,} tokens (median {soaked['tokens_median']:,}), {soaked['over_budget']} over budget; "
+        f"summary at most {soaked['summary_max']:,} tokens (cap {soaked['summary_cap']:,}), {soaked['compactions']} "
+        f"compactions; a lap takes {measure.seconds(soaked['lap_median'])} (median), "
+        f"{measure.seconds(soaked['lap_p95'])} (95th percentile), {measure.seconds(soaked['lap_max'])} at most.",
+        "",
+        f"Early stop: `ctxlab.fit` on {stop['size']:,} messages with a {stop['allowance']:,}-token allowance took "
+        f"{measure.seconds(stop['fit'])} against the floor's {measure.seconds(stop['floor'])} "
+        f"({stop['fit'] / stop['floor']:.0%} of it), keeping {stop['kept']:,} messages with "
+        f"{stop['encoder_calls']:,} strings encoded.",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - run through run.py
+    raise SystemExit("run it with: python bench/run.py --only assembly")

@@ -1,0 +1,139 @@
+"""The Assembler over long runs: the same prompts as build_context, every lap in budget, a
+bounded summary, the pinned list verbatim, and the compaction trap it defends against."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+import ctxlab
+from ctxlab.scratchpad import is_scratchpad_message
+from ctxlab.summarising import is_summary
+from ctxlab.transcripts import repeat_laps
+
+CONSTRAINT = "published in 2021 or later"
+BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_max=1_000, summary_max=2_000)
+
+
+@functools.cache
+def long_run(laps: int) -> tuple[dict, ...]:
+    """The research transcript's laps repeated with fresh ids, its constraint marked pinned."""
+    run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    at = next(i for i, m in enumerate(run) if CONSTRAINT in (m.get("content") or ""))
+    run[at] = {**run[at], "pinned": True}
+    return tuple(run)
+
+
+def pad():
+    return ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
+
+
+COUNTER = ctxlab.TokenCounter()  # the same counts as count_messages, each distinct message encoded once
+TOOL_TOKENS = ctxlab.count_tools(ctxlab.load_tools("research"))
+
+
+def check_lap(context, record, budget, scratchpad):
+    messages = context.messages
+    assert context.tokens <= budget.input_limit
+    assert context.tokens == COUNTER.messages(messages) + TOOL_TOKENS
+    assert ctxlab.pairs_ok(messages)
+    summaries = [m for m in messages if is_summary(m)]
+    assert len(summaries) <= 1
+    if summaries:
+        assert COUNTER.message(summaries[0]) <= budget.summary_cap
+        assert context.allocation.summary == COUNTER.message(summaries[0])
+    assert messages[-1] == scratchpad.message(max_tokens=budget.scratchpad_max)
+    assert messages[-2] == ctxlab.strip_course_keys([record[-1]])[0]  # the newest message, last
+    task = next(m for m in record if m["role"] == "user")
+    pinned = [m for m in record if m.get("pinned")]
+    for message in [task, *pinned]:  # the pinned list, verbatim, on every lap
+        assert ctxlab.strip_course_keys([message])[0] in messages
+    assert not any(is_scratchpad_message(m) for m in messages[:-1])
+
+
+def test_a_thousand_laps_each_in_budget_with_a_bounded_summary():
+    run = long_run(1_000)
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    scratchpad = pad()
+    summaries = 0
+    for index in ctxlab.model_calls(run):
+        context = assembler.context(run[:index], scratchpad=scratchpad, step=run[index]["step"])
+        check_lap(context, run[:index], BUDGET, scratchpad)
+        summaries += context.summary is not None
+    assert assembler.log.count("summarise") >= 20  # it really compacted, many times
+    assert run[ctxlab.model_calls(run)[-1]]["step"] == 1_000 and summaries > 900
+
+
+def test_the_assembler_gives_what_build_context_gives():
+    run = long_run(150)
+    tools = ctxlab.load_tools("research")
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
+    assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
+    state, counter = ctxlab.AssemblyState(), ctxlab.TokenCounter()
+    for index in ctxlab.model_calls(run):
+        step = run[index]["step"]
+        ours = assembler.context(run[:index], scratchpad=pad(), step=step)
+        want = ctxlab.build_context(run[:index], budget, tools=tools, scratchpad=pad(), state=state,
+                                    client=ctxlab.OfflineSummariser(), count=counter.message, step=step)
+        state = want.state
+        assert (ours.messages, ours.tokens, ours.state, ours.allocation) == (
+            want.messages, want.tokens, want.state, want.allocation), f"lap {step}"
+        assert ours.dropped == want.dropped
+
+
+def test_without_room_for_a_summary_it_trims_and_says_so():
+    history = list(long_run(30))[: ctxlab.model_calls(long_run(30))[-1]]
+    big = {**history[-1], "content": history[-1]["content"] * 8} if history[-1]["role"] == "tool" else history[-1]
+    history[-1] = big
+    need = ctxlab.count_message(big) + sum(ctxlab.count_message(m) for m in history if m.get("pinned") or m is history[1])
+    budget = ctxlab.ContextBudget(window=need + 1_400, reserve_output=500, scratchpad_max=300, summary_max=1_000)
+    context = ctxlab.build_context(history, budget, tools=None, client=ctxlab.OfflineSummariser(), keep_full_for=99)
+    assert context.tokens <= budget.input_limit
+    (trim,) = context.log.filter("trim")
+    assert "no room for a summary" in trim.detail
+    assert not any(is_summary(m) for m in context.messages)
+
+
+def test_errors_never_report_a_negative_allowance():
+    history = list(long_run(12))[: ctxlab.model_calls(long_run(12))[-1]]
+    for window in range(1_000, 6_000, 250):
+        budget = ctxlab.ContextBudget(window=window, reserve_output=300, scratchpad_max=200, summary_max=400)
+        try:
+            ctxlab.build_context(history, budget, client=ctxlab.OfflineSummariser(), keep_full_for=0, max_chars=100)
+        except ctxlab.BudgetError as err:
+            assert err.available is None or err.available >= 0, str(err)
+            assert "= -" not in str(err) or "nothing left for history" in str(err)
+
+
+def test_the_compaction_trap_and_the_pinned_list_measured_in_replay():
+    research = ctxlab.load_transcript("research")
+    at = next(i for i, m in enumerate(research) if CONSTRAINT in (m.get("content") or ""))
+    pinned = [*research[:at], {**research[at], "pinned": True}, *research[at + 1:]]
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=800, summary_max=150)
+    probes = ctxlab.transcript_info("research")["probes"]
+    kept = {}
+    for name, record in (("in the summary only", research), ("pinned", pinned)):
+        policy = ctxlab.Assemble(ctxlab.OfflineSummariser(), pin_user_messages=False)
+        result = ctxlab.replay(record, policy, budget=budget, tools=ctxlab.load_tools("research"), probes=probes)
+        assert result.log.count("summarise") >= 1
+        kept[name] = result.survived()["constraint"]
+    assert kept == {"in the summary only": False, "pinned": True}
+
+
+def test_a_record_that_does_not_continue_is_refused():
+    run = long_run(10)
+    end = ctxlab.model_calls(run)[6]
+    assembler = ctxlab.Assembler(BUDGET)
+    assembler.context(list(run[:end]))
+    with pytest.raises(ValueError, match="does not continue"):
+        assembler.context(list(run[:10]))
+    with pytest.raises(ctxlab.MessageError, match=f"message {end}: tool result"):
+        assembler.extend([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
+    assert len(assembler) == end
+    with pytest.raises(ctxlab.MessageError, match="holds a summary message"):
+        assembler.append(ctxlab.summary_message("FACTS:\n- x"))
+    assembler.append(run[end])  # calls still waiting for their results: no prompt yet
+    if run[end].get("tool_calls"):
+        with pytest.raises(ctxlab.MessageError, match="never answered"):
+            assembler.build()
