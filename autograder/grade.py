@@ -6,12 +6,18 @@ with nbgrader, and writes to ``--out`` (default ``grading-output/``):
 
 ======================================  ==========================================================
 ``grades.csv``                          one row per student and lesson (see :mod:`autograder.report`)
+``canvas.csv``                          the same scores as a Canvas gradebook import
 ``summary.md``                          who failed what and why; what needs the instructor's look
 ``feedback/<student>/...``              feedback pages without hidden tests (:mod:`autograder.feedback`)
 ``gradebook.db``                        one nbgrader gradebook with every student, merged
 ``autograded/<student>/<lesson>/``      the executed notebooks (instructors only: they hold hidden tests)
 ``students/<student>.json`` and ``.db`` each student's results, kept so a re-run resumes
+``run.json``                            what this run graded and how, read by ``merge``
 ======================================  ==========================================================
+
+``--shard K/N`` grades only the K-th of N shares of the class (see :func:`shard_of`), so N
+machines can grade one class; ``python -m autograder merge`` (:mod:`autograder.merge`) joins
+their output folders into the result one run would have written.
 
 Students are graded by parallel workers (``--jobs``), each with its own gradebook; learners'
 code runs only in sandboxed kernels (:mod:`autograder.sandbox`) under per-cell time, memory and
@@ -25,6 +31,10 @@ message says what to fix), 130 when interrupted.
 
 >>> parse_lessons(["01-budget,02-trimming", "03-summarising"])
 ['01-budget', '02-trimming', '03-summarising']
+>>> parse_shard("2/3")
+(2, 3)
+>>> shard_of(["cy", "ana", "bo", "di"], 2)
+{'ana': 1, 'bo': 2, 'cy': 1, 'di': 2}
 """
 
 from __future__ import annotations
@@ -44,17 +54,20 @@ from pathlib import Path
 from .feedback import write_feedback
 from .gradebooks import GradebookError, check_gradebook, merge_gradebooks
 from .intake import IntakeError, Submission, collect
+from .limits import remove_tree
 from .notebook import read_notebook
 from .pool import WorkerPool
 from .progress import Progress, duration
-from .report import attention, grades_csv, summary_markdown
+from .report import attention, canvas_csv, grades_csv, summary_markdown
 from .sandbox import Limits, Sandbox, SandboxUnavailable, default_readonly_paths, probe
 from .template import PACKAGE_PARENT, Lesson, TemplateError, build_template
 
-__all__ = ["GradeOptions", "grade_class", "register", "parse_lessons", "GRADER_VERSION", "GradingRefused"]
+__all__ = ["GradeOptions", "grade_class", "register", "parse_lessons", "parse_shard", "shard_of", "write_outputs",
+           "GRADER_VERSION", "GradingRefused", "RUN_FILE"]
 
-GRADER_VERSION = "1"
-GUARD_FILE = Path(__file__).resolve().parent / "kernel_guard.py"
+GRADER_VERSION = "2"  # 2: test cells are judged in their own kernel
+JUDGING_DIR = Path(__file__).resolve().parent / "judging"
+RUN_FILE = "run.json"
 
 
 class GradingRefused(RuntimeError):
@@ -72,17 +85,15 @@ class GradeOptions:
     jobs: int = 0
     limits: Limits = Limits()
     sandbox: bool = True
-    guard: bool = True
-    strict_asserts: bool = True
     student_timeout: int = 0
     fresh: bool = False
     quiet: bool = False
+    shard: tuple[int, int] | None = None  # (K, N): grade only the K-th of N shares of the class
 
     def key(self, lessons: dict[str, Lesson]) -> str:
         """What a kept result must match to be reused (the submission's digest is added to it)."""
         decisive = {
             "version": GRADER_VERSION, "limits": asdict(self.limits), "sandbox": self.sandbox,
-            "guard": self.guard, "strict": self.strict_asserts,
             "lessons": {name: lesson.digest for name, lesson in sorted(lessons.items())},
         }
         return hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()
@@ -93,6 +104,26 @@ def parse_lessons(values: list[str] | None) -> list[str] | None:
     if not values:
         return None
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``--shard K/N`` as ``(K, N)``, with 1 <= K <= N."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected K/N, such as 2/8 (the 2nd of 8 shares)") from None
+    if n < 1 or not 1 <= k <= n:
+        raise ValueError(f"--shard {text!r}: K must be between 1 and N, and N at least 1 (got K={k}, N={n})")
+    return k, n
+
+
+def shard_of(students: list[str], n: int) -> dict[str, int]:
+    """Which of ``n`` shards (1..n) grades each student: round robin over the sorted ids.
+
+    Every machine reads the same class, so every machine computes the same shares; sizes differ
+    by at most one student.
+    """
+    return {student: index % n + 1 for index, student in enumerate(sorted(students))}
 
 
 def _write_json(path: Path, data) -> None:
@@ -166,8 +197,8 @@ class _Grader:
             "lessons": specs, "result": str(work / "result.json"),
             "options": {
                 "limits": asdict(self.options.limits), "sandbox": self.sandbox.isolated,
-                "readonly": list(self.sandbox.readonly), "guard_file": self.sandbox.guard_file,
-                "guard": self.options.guard, "strict_asserts": self.options.strict_asserts,
+                "readonly": list(self.sandbox.readonly), "judging_dir": self.sandbox.judging_dir,
+                "student_timeout": self.options.student_timeout,
             },
         }
         _write_json(work / "job.json", job)
@@ -182,9 +213,12 @@ class _Grader:
         work = self.job(submission)
         progress.started_one()
         try:
-            code = self.pool.run(work / "job.json", self.options.student_timeout or None)
+            # The worker stops running a student's cells at --student-timeout itself and keeps what
+            # ran; this later stop only catches a worker that hangs.
+            limit = self.options.student_timeout
+            code = self.pool.run(work / "job.json", limit + 300 + 30 * len(self.lessons) if limit else None)
         finally:
-            shutil.rmtree(json.loads((work / "job.json").read_text())["runtime"], ignore_errors=True)
+            remove_tree(json.loads((work / "job.json").read_text())["runtime"])
         if self.pool.stopping:
             raise KeyboardInterrupt
         return self.store(submission, work, code)
@@ -267,7 +301,7 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
                              "root or pass --course")
     options.out = out
     out.mkdir(parents=True, exist_ok=True)
-    sandbox = Sandbox(isolated=options.sandbox, readonly=default_readonly_paths(), guard_file=str(GUARD_FILE),
+    sandbox = Sandbox(isolated=options.sandbox, readonly=default_readonly_paths(), judging_dir=str(JUDGING_DIR),
                       limits=options.limits)
     if options.sandbox:
         probe(sandbox, [course / "solutions", out, submissions])
@@ -280,6 +314,12 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
     if not students:
         raise GradingRefused(f"no submissions in {options.submissions}: expected one folder or one .zip archive "
                              "per student")
+    everyone = sorted(s.student for s in students)
+    if options.shard:
+        k, n = options.shard
+        share = shard_of(everyone, n)
+        students = [s for s in students if share[s.student] == k]
+        log(f"shard {k}/{n}: grading {len(students)} of the class's {len(everyone)} students", file=sys.stderr)
     for submission in students:  # a file that is not a notebook at all needs no worker
         for entry in submission.entries.values():
             if entry.data is not None:
@@ -320,7 +360,12 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
         pool.shutdown(wait=False, cancel_futures=True)
         grader.pool.close()
     progress.close()
-    _write_outputs(out, results, lessons, template, intake_notes, options, time.monotonic() - started)
+    write_outputs(out, results, lessons, template, intake_notes, options.limits, options.sandbox, shard=options.shard)
+    _write_json(out / RUN_FILE, {
+        "version": GRADER_VERSION, "key": grader.key, "shard": list(options.shard) if options.shard else None,
+        "class": everyone, "intake_notes": intake_notes, "limits": asdict(options.limits),
+        "sandbox": options.sandbox, "results": results,
+    })
     failed = sorted(s for s, r in results.items() if any(x["status"] == "error" for x in r["lessons"].values()))
     log(f"graded {len(results)} students in {duration(time.monotonic() - started)}: {out / 'grades.csv'}, "
         f"{out / 'summary.md'}, {out / 'feedback'}")
@@ -331,18 +376,22 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
     return 0
 
 
-def _write_outputs(out: Path, results: dict, lessons: dict[str, Lesson], template: Path, intake_notes: list[str],
-                   options: GradeOptions, elapsed: float) -> None:
+def write_outputs(out: Path, results: dict, lessons: dict[str, Lesson], template: Path, intake_notes: list[str],
+                  limits: Limits, sandbox: bool, *, shard: tuple[int, int] | None = None) -> None:
+    """Write the reports, feedback and merged gradebook of ``results`` (each student's record) to ``out``."""
     header = [
         f"{len(results)} students, lessons {', '.join(sorted(lessons))}. "
-        f"Limits per kernel: {options.limits.cell_timeout} s per cell, {options.limits.memory_mb} MB of memory, "
-        f"{options.limits.output_bytes:,} bytes of output per cell.",
+        f"Limits per kernel: {limits.cell_timeout} s per cell, {limits.memory_mb} MB of memory, "
+        f"{limits.output_bytes:,} bytes of output per cell.",
     ]
-    if not options.sandbox:
+    if shard:
+        header.append(f"**Shard {shard[0]}/{shard[1]} only**: join every shard's folder with "
+                      "`python -m autograder merge` for the whole class.")
+    if not sandbox:
         header.append("**Graded WITHOUT isolation (--no-sandbox): learners' code ran with the grader's rights.**")
-    header += [f"- {note}" for note in intake_notes]
     (out / "grades.csv").write_text(grades_csv(results), encoding="utf-8")
-    (out / "summary.md").write_text(summary_markdown(results, header=header), encoding="utf-8")
+    (out / "canvas.csv").write_text(canvas_csv(results), encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown(results, header=header, notes=intake_notes), encoding="utf-8")
     feedback = out / "feedback"
     if feedback.exists():
         shutil.rmtree(feedback)
@@ -381,19 +430,24 @@ def register(commands) -> None:
     parser.add_argument("--fresh", action="store_true", help="regrade everyone, ignoring an earlier run's results")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run learners' code WITHOUT isolation (only for submissions you trust)")
-    parser.add_argument("--no-strict-asserts", action="store_true",
-                        help="let `assert a == b` in tests use the learner's __eq__ (see the README)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--shard", metavar="K/N",
+                        help="grade only the K-th of N shares of the class (join the shards with `merge`)")
     parser.set_defaults(func=_run)
 
 
 def _run(args) -> int:
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     options = GradeOptions(
         submissions=args.submissions, out=args.out, course=args.course, lessons=parse_lessons(args.lessons),
         jobs=args.jobs, limits=Limits(cell_timeout=args.cell_timeout, memory_mb=args.memory,
                                       output_bytes=args.max_output),
-        sandbox=not args.no_sandbox, strict_asserts=not args.no_strict_asserts,
-        student_timeout=args.student_timeout, fresh=args.fresh, quiet=args.quiet,
+        sandbox=not args.no_sandbox,
+        student_timeout=args.student_timeout, fresh=args.fresh, quiet=args.quiet, shard=shard,
     )
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:

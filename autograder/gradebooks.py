@@ -8,6 +8,10 @@ score lies between 0 and the cell's maximum. :func:`merge_gradebooks` then copie
 template and adds each student's rows; nbgrader ids are UUIDs, so rows never collide. The
 result works with ``nbgrader export``, ``formgrader`` and ``generate_feedback``.
 
+Templates released on different machines (the shards of one class) hold the same lessons under
+different ids: :func:`rebase_gradebook` moves a student's gradebook onto another template,
+matching lessons, notebooks and cells by name, so the shards' gradebooks merge into one.
+
 >>> STUDENT_TABLES
 ('student', 'submitted_assignment', 'submitted_notebook', 'grade', 'comment')
 """
@@ -20,7 +24,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-__all__ = ["GradebookError", "check_gradebook", "merge_gradebooks", "COURSE_TABLES", "STUDENT_TABLES"]
+__all__ = ["GradebookError", "check_gradebook", "merge_gradebooks", "rebase_gradebook", "COURSE_TABLES",
+           "STUDENT_TABLES"]
 
 COURSE_TABLES = ("course", "assignment", "notebook", "base_cell", "source_cell", "grade_cells",
                  "solution_cells", "task_cells", "alembic_version")
@@ -85,4 +90,53 @@ def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> N
                 db.execute("DETACH DATABASE s")
         if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
             raise GradebookError(f"the merged gradebook {tmp} failed SQLite's integrity check")
+    tmp.replace(dest)
+
+
+def _course_ids(db: sqlite3.Connection, schema: str) -> dict[tuple, str]:
+    """Each lesson, notebook and cell of a gradebook by its names, with its id."""
+    ids: dict[tuple, str] = {}
+    for row_id, name in db.execute(f"SELECT id, name FROM {schema}.assignment"):  # noqa: S608 (fixed names)
+        ids[("assignment", name)] = row_id
+    for row_id, lesson, name in db.execute(
+            f"SELECT n.id, a.name, n.name FROM {schema}.notebook n JOIN {schema}.assignment a "  # noqa: S608
+            "ON n.assignment_id = a.id"):
+        ids[("notebook", lesson, name)] = row_id
+    for row_id, lesson, notebook, name, kind in db.execute(
+            f"SELECT c.id, a.name, n.name, c.name, c.type FROM {schema}.base_cell c "  # noqa: S608
+            f"JOIN {schema}.notebook n ON c.notebook_id = n.id JOIN {schema}.assignment a ON n.assignment_id = a.id"):
+        ids[("cell", lesson, notebook, name, kind)] = row_id
+    return ids
+
+
+def rebase_gradebook(path: Path, own_template: Path, template: Path, dest: Path, student: str) -> None:
+    """Write ``dest``: ``template`` plus the student rows of ``path``, which was graded on ``own_template``.
+
+    Every reference from a student row to a lesson, notebook or cell is moved to the row of the
+    same name in ``template``; the result is then checked like any private gradebook. Raises
+    :class:`GradebookError` when ``template`` lacks something ``path`` was graded on.
+    """
+    check_gradebook(path, own_template, student)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.copy(template, tmp)
+    with closing(sqlite3.connect(f"file:{tmp}", uri=True)) as db:
+        db.execute("ATTACH DATABASE ? AS s", (f"file:{path}?mode=ro",))
+        mine, target = _course_ids(db, "s"), _course_ids(db, "main")
+        lost = sorted(set(mine) - set(target))
+        if lost:
+            raise GradebookError(f"{template} lacks {lost[0]}, which {path} was graded on: release the same "
+                                 "lessons for every shard")
+        db.execute("CREATE TEMP TABLE idmap (old TEXT PRIMARY KEY, new TEXT NOT NULL)")
+        db.executemany("INSERT INTO idmap VALUES (?, ?)", [(mine[key], target[key]) for key in mine])
+        for table in STUDENT_TABLES:
+            columns = [row[1] for row in db.execute(f"PRAGMA s.table_info({table})")]
+            course_refs = {row[3] for row in db.execute(f"PRAGMA s.foreign_key_list({table})")
+                           if row[2] in ("assignment", "notebook", "base_cell")}
+            chosen = [f"COALESCE((SELECT new FROM idmap WHERE old = {c}), {c})" if c in course_refs else c
+                      for c in columns]
+            db.execute(f"INSERT INTO main.{table} ({', '.join(columns)}) "  # noqa: S608 (names from the schema)
+                       f"SELECT {', '.join(chosen)} FROM s.{table}")
+        db.commit()
+        db.execute("DETACH DATABASE s")
+    check_gradebook(tmp, template, student)
     tmp.replace(dest)

@@ -11,11 +11,17 @@ Accepted layouts of ``SUBMISSIONS`` (a folder; everything else in it is reported
   ``SUBMISSIONS/<student>.zip`` containing either layout, with or without a wrapping folder.
 
 The student id is the folder name or the archive name without ``.zip``; characters other than
-letters, digits and ``. _ - @ +`` become ``_``. A notebook belongs to a lesson by its file
+letters, digits and ``. _ - @ +`` become ``_``. When several entries give the same id, the one
+whose name is exactly that id keeps it and each other one gets a suffix made from a hash of its
+own name (``Jane Doe`` and ``Jane_Doe`` are graded as ``Jane_Doe-01332c87`` and ``Jane_Doe``), so
+the result never depends on the order the folder is listed in; the summary says so. A notebook belongs to a lesson by its file
 name (each lesson has one notebook, such as ``budget.ipynb`` for ``01-budget``); when several
 files have that name, the one inside a folder named after the lesson wins, then the shortest
 path, and the others are reported. Symbolic links are never followed and archive members are
 never extracted to disk: a submission cannot point the grader at files outside itself.
+Nothing is dropped silently: every folder, file or archive entry that is skipped (hidden names
+starting with ``.``, checkpoint copies, files that are not notebooks, entries past the limits)
+is named in a note.
 
 >>> student_id("Jane Doe_12345_assignsubmission_file_")
 'Jane_Doe_12345_assignsubmission_file_'
@@ -31,12 +37,13 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-__all__ = ["Entry", "Submission", "IntakeError", "collect", "student_id", "MAX_NOTEBOOK_BYTES"]
+__all__ = ["Entry", "Submission", "IntakeError", "collect", "student_id", "distinct_ids", "MAX_NOTEBOOK_BYTES"]
 
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_FILES = 5_000
 MAX_DEPTH = 6
 IGNORED_PARTS = {".ipynb_checkpoints", "__MACOSX", "__pycache__"}
+LISTED = 10  # names shown in one note before "and N more"
 
 
 class IntakeError(ValueError):
@@ -90,6 +97,65 @@ class Submission:
 def student_id(name: str) -> str:
     """The nbgrader student id for a folder or archive name."""
     return re.sub(r"[^A-Za-z0-9._@+-]", "_", name).strip(".") or "student"
+
+
+def _suffixed(sid: str, name: str, taken: set[str]) -> str:
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
+    for length in range(8, len(digest) + 1, 4):
+        candidate = f"{sid}-{digest[:length]}"
+        if candidate not in taken:
+            return candidate
+    raise AssertionError(f"no free id for {name!r}")  # 2**256 names would be needed
+
+
+def distinct_ids(names: list[str]) -> dict[str, str]:
+    """A distinct student id for each folder or archive name, whatever order they come in.
+
+    A name keeps :func:`student_id` of itself unless another name gives the same id; then the
+    name that *is* the id (a folder ``Jane_Doe``, else an archive ``Jane_Doe.zip``) keeps it and
+    each other one gets ``-`` and the first 8 hex digits of the SHA-256 of its own name (more
+    digits if those are taken).
+
+    >>> ids = distinct_ids(["Jane Doe", "Jane_Doe", "bo.zip"])
+    >>> ids["Jane_Doe"], ids["bo.zip"], ids["Jane Doe"]
+    ('Jane_Doe', 'bo', 'Jane_Doe-01332c87')
+    """
+    def stem(name: str) -> str:
+        return name[:-4] if name.lower().endswith(".zip") else name
+
+    groups: dict[str, list[str]] = {}
+    for name in sorted(set(names)):
+        groups.setdefault(student_id(stem(name)), []).append(name)
+    taken = set(groups)
+    ids: dict[str, str] = {}
+    for sid, group in sorted(groups.items()):
+        if len(group) == 1:
+            ids[group[0]] = sid
+            continue
+        keeper = next((n for n in group if n == sid), None) or next((n for n in group if stem(n) == sid), None)
+        for name in group:
+            if name == keeper:
+                ids[name] = sid
+            else:
+                ids[name] = _suffixed(sid, name, taken)
+                taken.add(ids[name])
+    return ids
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(names[:LISTED])
+    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+
+
+def _skip_reason(name: str) -> str | None:
+    """Why a folder or archive part named ``name`` is not looked into, or ``None``."""
+    if name == ".ipynb_checkpoints":
+        return "JupyterLab's checkpoint copies"
+    if name in IGNORED_PARTS:
+        return "a system folder"
+    if name.startswith("."):
+        return "a hidden name starting with '.'"
+    return None
 
 
 TIMESTAMP = re.compile(r"[0-9A-Za-z:. +\-]{8,64}")
@@ -148,40 +214,74 @@ def _small_text(path: Path, pattern: re.Pattern) -> str | None:
 
 def _folder_candidates(folder: Path, notes: list[str]) -> list[_Candidate]:
     candidates: list[_Candidate] = []
+    skipped: list[str] = []  # folders not looked into, with the reason
+    others: list[str] = []  # files that are neither notebooks nor nbgrader's files beside one
     count = 0
     for current, dirs, files in os.walk(folder, followlinks=False):
+        if count > MAX_FILES:
+            break
         rel = Path(current).relative_to(folder)
-        for name in [d for d in dirs if os.path.islink(os.path.join(current, d))]:
-            notes.append(f"skipped the symbolic link {rel / name} (links are never followed)")
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED_PARTS and not d.startswith(".")
-                         and not os.path.islink(os.path.join(current, d)) and len(rel.parts) < MAX_DEPTH)
+        kept = []
+        for name in sorted(dirs):
+            if os.path.islink(os.path.join(current, name)):
+                notes.append(f"skipped the symbolic link {rel / name} (links are never followed)")
+            elif _skip_reason(name):
+                skipped.append(f"{rel / name}/ ({_skip_reason(name)})")
+            elif len(rel.parts) >= MAX_DEPTH:
+                skipped.append(f"{rel / name}/ (deeper than {MAX_DEPTH} folders)")
+            else:
+                kept.append(name)
+        dirs[:] = kept
         for name in sorted(files):
             count += 1
             if count > MAX_FILES:
-                notes.append(f"more than {MAX_FILES} files: the rest were not looked at")
-                return candidates
+                notes.append(f"more than {MAX_FILES} files: the rest were not looked at (first skipped: "
+                             f"{rel / name})")
+                dirs[:] = []
+                break
             path = Path(current) / name
             info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
                 notes.append(f"skipped the symbolic link {rel / name} (links are never followed)")
                 continue
             if not name.endswith(".ipynb") or not stat.S_ISREG(info.st_mode):
+                if name not in BESIDE or not stat.S_ISREG(info.st_mode):
+                    others.append(str(rel / name))
                 continue
             candidates.append(_Candidate(
                 PurePosixPath(*path.relative_to(folder).parts), info.st_size,
                 (lambda p=path: _read_file(p)), (lambda name, p=path: _small_text(p.parent / name, BESIDE[name])),
             ))
+    if skipped:
+        notes.append(f"skipped {len(skipped)} folder(s): {_listing(skipped)}")
+    if others:
+        notes.append(f"ignored {len(others)} file(s) that are not notebooks: {_listing(others)}")
     return candidates
 
 
 def _zip_candidates(archive: zipfile.ZipFile, notes: list[str]) -> list[_Candidate]:
     candidates = []
-    members = {info.filename: info for info in archive.infolist()}
-    for info in archive.infolist()[:MAX_FILES]:
+    infos = archive.infolist()
+    members = {info.filename: info for info in infos}
+    skipped: list[str] = []
+    others: list[str] = []
+    if len(infos) > MAX_FILES:
+        notes.append(f"the archive holds {len(infos):,} entries: only the first {MAX_FILES:,} were looked at, "
+                     f"{len(infos) - MAX_FILES:,} were skipped (first skipped: {infos[MAX_FILES].filename})")
+    for info in infos[:MAX_FILES]:
         path = PurePosixPath(info.filename)
-        if info.is_dir() or not path.name.endswith(".ipynb"):
+        if info.is_dir():
             continue
-        if path.is_absolute() or ".." in path.parts or any(p in IGNORED_PARTS or p.startswith(".") for p in path.parts):
+        if path.is_absolute() or ".." in path.parts:
+            skipped.append(f"{info.filename} (a path outside the archive)")
+            continue
+        reason = next((_skip_reason(p) for p in path.parts[:-1] if _skip_reason(p)), None) or _skip_reason(path.name)
+        if reason:
+            skipped.append(f"{info.filename} ({reason})")
+            continue
+        if not path.name.endswith(".ipynb"):
+            if path.name not in BESIDE:
+                others.append(info.filename)
             continue
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
@@ -205,13 +305,17 @@ def _zip_candidates(archive: zipfile.ZipFile, notes: list[str]) -> list[_Candida
             return text if BESIDE[name].fullmatch(text) else None
 
         candidates.append(_Candidate(path, info.file_size, read, beside))
+    if skipped:
+        notes.append(f"skipped {len(skipped)} archive entries: {_listing(skipped)}")
+    if others:
+        notes.append(f"ignored {len(others)} file(s) in the archive that are not notebooks: {_listing(others)}")
     return candidates
 
 
-def _read_student(path: Path, lessons: dict[str, str]) -> Submission:
+def _read_student(path: Path, lessons: dict[str, str], student: str) -> Submission:
     """Read one student's folder or archive; ``lessons`` maps lesson -> notebook file name."""
     is_zip = path.suffix.lower() == ".zip"
-    submission = Submission(student_id(path.stem if is_zip else path.name), str(path))
+    submission = Submission(student, str(path))
     try:
         if is_zip:
             with zipfile.ZipFile(path) as archive:
@@ -235,32 +339,37 @@ def _read_student(path: Path, lessons: dict[str, str]) -> Submission:
 
 
 def collect(submissions: Path, lessons: dict[str, str]) -> tuple[list[Submission], list[str]]:
-    """Every student's submission in ``submissions``, and notes about what was ignored.
+    """Every student's submission in ``submissions``, and notes about what was skipped or renamed.
 
-    ``lessons`` maps each graded lesson to its notebook's file name. Raises
-    :class:`IntakeError` when ``submissions`` is not a folder or two entries give the same
-    student id.
+    ``lessons`` maps each graded lesson to its notebook's file name. Entries whose names give the
+    same student id get distinct ids (see :func:`distinct_ids`). Raises :class:`IntakeError` when
+    ``submissions`` is not a folder.
     """
     if not submissions.is_dir():
         raise IntakeError(f"{submissions} is not a folder; pass the folder that holds one folder or "
                           "one .zip archive per student")
     notes: list[str] = []
-    found: list[Submission] = []
+    students: list[Path] = []
     for child in sorted(submissions.iterdir()):
-        if child.name.startswith(".") or child.name in IGNORED_PARTS:
-            continue
         if child.is_symlink():
             notes.append(f"skipped the symbolic link {child.name} (links are never followed)")
+        elif _skip_reason(child.name):
+            notes.append(f"skipped {child.name} ({_skip_reason(child.name)})")
         elif child.is_dir() or child.suffix.lower() == ".zip" and child.is_file():
-            found.append(_read_student(child, lessons))
+            students.append(child)
         else:
             notes.append(f"ignored {child.name}: neither a student's folder nor a .zip archive")
-    seen: dict[str, str] = {}
-    for submission in found:
-        if submission.student in seen:
-            raise IntakeError(
-                f"{Path(seen[submission.student]).name} and {Path(submission.origin).name} both give the "
-                f"student id {submission.student!r}; rename or remove one of them"
-            )
-        seen[submission.student] = submission.origin
+    ids = distinct_ids([child.name for child in students])
+    found = [_read_student(child, lessons, ids[child.name]) for child in students]
+    plain: dict[str, list[Submission]] = {}
+    for child, submission in zip(students, found, strict=True):
+        plain.setdefault(student_id(child.stem if child.suffix.lower() == ".zip" else child.name), []).append(
+            submission)
+    for sid, group in sorted(plain.items()):
+        if len(group) > 1:
+            given = ", ".join(f"{Path(s.origin).name} as {s.student!r}" for s in group)
+            note = f"{len(group)} entries give the student id {sid!r}; each is graded under its own id: {given}"
+            notes.append(note)
+            for submission in group:
+                submission.notes.append(note)
     return found, notes

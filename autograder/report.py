@@ -10,6 +10,16 @@ kernel, output cut, a file that had to be converted.
 ``summary.md`` starts with the class's results, then lists the students who need attention
 and why, which tests failed for whom (with the failure's first line), and every note.
 
+Both carry text a submission controls (folder names, notes quoting file names, error messages),
+so both neutralise it: a CSV cell that a spreadsheet would read as a formula (it starts with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, as OWASP advises
+against CSV injection, and in the summary such text is escaped so that no HTML, link or table
+cell of a submission's making renders.
+
+>>> csv_cell("=SUM(A1:A9)"), csv_cell("ana")
+("'=SUM(A1:A9)", 'ana')
+>>> print(md_text("<script>alert(1)</script> | [x](javascript:y)"))
+&lt;script&gt;alert(1)&lt;/script&gt; \\| \\[x\\](javascript:y)
 >>> attention({"status": "graded", "notes": [], "events": [{"kind": "timeout"}]})
 True
 >>> attention({"status": "graded", "notes": [], "events": []})
@@ -19,15 +29,23 @@ False
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from collections import defaultdict
 
-__all__ = ["attention", "event_text", "notes_of", "grades_csv", "summary_markdown", "ATTENTION_EVENTS", "CSV_COLUMNS"]
+__all__ = ["attention", "event_text", "notes_of", "grades_csv", "canvas_csv", "summary_markdown", "csv_cell",
+           "md_text", "ATTENTION_EVENTS", "CSV_COLUMNS", "CANVAS_COLUMNS", "FORMULA_STARTS"]
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 
 CSV_COLUMNS = ("student", "lesson", "score", "max_score", "status", "attention", "notes")
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 ATTENTION_EVENTS = {
-    "timeout", "hung", "kernel_died", "exit_called", "memory", "output_truncated", "tampering",
-    "guard_unreachable", "threads", "skipped", "gave_up", "environment", "cell_error", "strict_equality",
+    "timeout", "hung", "kernel_died", "exit_called", "memory", "output_truncated", "skipped", "gave_up",
+    "cell_error", "judge_unreachable", "judge_setup", "learner_interrupted", "learner_restarted",
+    "reference_used", "notebook_timeout", "lost_output", "died",
 }
 
 
@@ -51,6 +69,22 @@ def notes_of(result: dict) -> list[str]:
     return list(result.get("notes", [])) + [event_text(e) for e in result.get("events", [])]
 
 
+def csv_cell(value: object) -> str:
+    """``value`` as CSV cell text that no spreadsheet runs as a formula (OWASP's advice).
+
+    Carriage returns become newlines, which the CSV writer quotes, so a cell cannot end its row.
+    """
+    text = str(value)
+    quoted = "'" + text if text.startswith(FORMULA_STARTS) else text
+    return quoted.replace("\r\n", "\n").replace("\r", "\n")  # a bare CR would end the row in some readers
+
+
+def md_text(text: object) -> str:
+    """``text`` escaped for Markdown: no HTML, link, emphasis or table cell of its own; one line."""
+    one_line = " ↵ ".join(str(text).splitlines())
+    return html.escape(MARKDOWN_SPECIAL.sub(r"\\\1", one_line), quote=False)
+
+
 def grades_csv(students: dict[str, dict]) -> str:
     """The CSV text for every student's results (``{student: {"lessons": {...}}}``)."""
     out = io.StringIO()
@@ -59,10 +93,44 @@ def grades_csv(students: dict[str, dict]) -> str:
     for student in sorted(students):
         for lesson, result in sorted(students[student]["lessons"].items()):
             notes = " | ".join(notes_of(result))
-            writer.writerow([
+            writer.writerow([csv_cell(cell) for cell in (
                 student, lesson, f"{result['score']:g}", f"{result['max_score']:g}", result["status"],
                 "yes" if attention(result) else "no", notes[:1000],
-            ])
+            )])
+    return out.getvalue()
+
+
+def canvas_csv(students: dict[str, dict]) -> str:
+    """The class's scores as a Canvas gradebook import: one row per student, one column per lesson.
+
+    Canvas's gradebook CSV starts with the columns ``Student, ID, SIS User ID, SIS Login ID,
+    Section``, has a ``Points Possible`` row under the header, and then one row per student;
+    Canvas matches a row to a learner by ``ID``, ``SIS User ID`` or ``SIS Login ID``. The
+    grader knows only its student ids, so they go in ``Student`` and ``SIS Login ID``. A
+    lesson whose grading failed (``error``) is left blank, which Canvas reads as "no change".
+
+    >>> print(canvas_csv({"ana": {"lessons": {"01-budget": {"score": 7.5, "max_score": 17.0, "status": "graded"}}}}))
+    Student,ID,SIS User ID,SIS Login ID,Section,01-budget
+    Points Possible,,,,,17
+    ana,,,ana,,7.5
+    <BLANKLINE>
+    """
+    lessons = sorted({lesson for record in students.values() for lesson in record["lessons"]})
+    most = {}
+    for record in students.values():
+        for lesson, result in record["lessons"].items():
+            most.setdefault(lesson, result["max_score"])
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*CANVAS_COLUMNS, *lessons])
+    writer.writerow(["Points Possible", "", "", "", "", *(f"{most[lesson]:g}" for lesson in lessons)])
+    for student in sorted(students):
+        results = students[student]["lessons"]
+        scores = []
+        for lesson in lessons:
+            result = results.get(lesson)
+            scores.append("" if result is None or result["status"] == "error" else f"{result['score']:g}")
+        writer.writerow([csv_cell(cell) for cell in (student, "", "", student, "", *scores)])
     return out.getvalue()
 
 
@@ -74,10 +142,16 @@ def _first_line(error: dict | None) -> str:
     return text if len(text) <= 160 else text[:160] + " …"
 
 
-def summary_markdown(students: dict[str, dict], *, header: list[str] | None = None) -> str:
-    """The instructor's summary as Markdown."""
+def summary_markdown(students: dict[str, dict], *, header: list[str] | None = None,
+                     notes: list[str] | None = None) -> str:
+    """The instructor's summary as Markdown.
+
+    ``header`` lines are the grader's own and go in as they are; ``notes`` (about the class's
+    folder) and everything in ``students`` are escaped with :func:`md_text`.
+    """
     lines = ["# Grading summary", ""]
     lines += header or []
+    lines += [f"- {md_text(note)}" for note in notes or []]
     lessons = sorted({lesson for s in students.values() for lesson in s["lessons"]})
     lines += ["", "## Scores", "", "| student | " + " | ".join(lessons) + " | total |",
               "| --- | " + " | ".join("---:" for _ in lessons) + " | ---: |"]
@@ -93,7 +167,7 @@ def summary_markdown(students: dict[str, dict], *, header: list[str] | None = No
             cells.append(f"{result['score']:g}/{result['max_score']:g}{mark}{' ⚠' if attention(result) else ''}")
         total = sum(r["score"] for r in results.values())
         most = sum(r["max_score"] for r in results.values())
-        lines.append(f"| {student} | " + " | ".join(cells) + f" | {total:g}/{most:g} |")
+        lines.append(f"| {md_text(student)} | " + " | ".join(cells) + f" | {total:g}/{most:g} |")
 
     lines += ["", "## Needs your attention", ""]
     flagged = 0
@@ -103,11 +177,12 @@ def summary_markdown(students: dict[str, dict], *, header: list[str] | None = No
         if not lessons_flagged and not record.get("intake_notes"):
             continue
         flagged += 1
-        lines.append(f"- **{student}** ({record.get('origin', '')})")
-        lines += [f"  - {note}" for note in record.get("intake_notes", [])]
+        lines.append(f"- **{md_text(student)}** ({md_text(record.get('origin', ''))})")
+        lines += [f"  - {md_text(note)}" for note in record.get("intake_notes", [])]
         for lesson, result in lessons_flagged:
-            lines.append(f"  - {lesson} ({result['status']}, {result['score']:g}/{result['max_score']:g}):")
-            lines += [f"    - {note}" for note in notes_of(result)]
+            lines.append(f"  - {md_text(lesson)} ({md_text(result['status'])}, "
+                         f"{result['score']:g}/{result['max_score']:g}):")
+            lines += [f"    - {md_text(note)}" for note in notes_of(result)]
     if not flagged:
         lines.append("Nothing: every notebook ran cleanly.")
 
@@ -116,11 +191,12 @@ def summary_markdown(students: dict[str, dict], *, header: list[str] | None = No
         for lesson, result in sorted(students[student]["lessons"].items()):
             for test in result.get("tests", []):
                 if test.get("score", 0) < test.get("points", 0):
-                    failures[(lesson, test["grade_id"])].append(f"{student} ({_first_line(test.get('error'))})")
+                    failures[(lesson, test["grade_id"])].append(
+                        f"{md_text(student)} ({md_text(_first_line(test.get('error')))})")
     lines += ["", "## Failed tests", ""]
     if not failures:
         lines.append("No test failed.")
     for (lesson, grade_id), who in sorted(failures.items()):
-        lines.append(f"- {lesson} `{grade_id}`: {len(who)} student(s)")
+        lines.append(f"- {md_text(lesson)} `{grade_id.replace('`', '')}`: {len(who)} student(s)")
         lines += [f"  - {entry}" for entry in who]
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autograder import intake
-from autograder.intake import IntakeError, collect, student_id
+from autograder.intake import IntakeError, collect, distinct_ids, student_id
 
 LESSONS = {"01-budget": "budget.ipynb", "02-trimming": "trimming.ipynb"}
 NB = b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}'
@@ -126,12 +126,102 @@ def test_oversized_notebooks_are_refused_without_reading_them_whole(tmp_path, mo
         assert entry.data is None and "limit" in entry.problem
 
 
-def test_two_entries_with_the_same_student_id_are_refused(tmp_path):
+def test_entries_with_the_same_student_id_are_all_graded_under_distinct_ids(tmp_path):
+    for name in ("ana", "Jane Doe", "Jane_Doe"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "budget.ipynb").write_bytes(NB + name.encode())
+    for name in ("ana.zip", "Jane,Doe.zip"):
+        with zipfile.ZipFile(tmp_path / name, "w") as archive:
+            archive.writestr("budget.ipynb", NB + name.encode())
+
+    found, notes = collect(tmp_path, LESSONS)
+
+    students = {Path(s.origin).name: s for s in found}
+    ids = [s.student for s in found]
+    assert len(set(ids)) == 5
+    assert students["ana"].student == "ana" and students["Jane_Doe"].student == "Jane_Doe"
+    digest = hashlib.sha256(b"ana.zip").hexdigest()[:8]
+    assert students["ana.zip"].student == f"ana-{digest}"
+    for name in ("Jane Doe", "Jane,Doe.zip"):
+        assert students[name].student == "Jane_Doe-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    for name, submission in students.items():  # each graded with its own notebook
+        assert submission.entries["01-budget"].data == NB + name.encode()
+    jane = next(n for n in notes if "'Jane_Doe'" in n)
+    assert jane.startswith("3 entries give the student id 'Jane_Doe'")
+    assert f"Jane Doe as '{students['Jane Doe'].student}'" in jane and "Jane_Doe as 'Jane_Doe'" in jane
+    assert jane in students["Jane Doe"].notes and jane in students["Jane_Doe"].notes
+    assert any(n.startswith("2 entries give the student id 'ana'") for n in notes)
+    again, _ = collect(tmp_path, LESSONS)  # the same ids on every run
+    assert [s.student for s in again] == ids
+
+
+NAMES = st.lists(st.text(st.sampled_from("ab _,.+-"), min_size=1, max_size=5).map(
+    lambda n: n.replace(".", "") or "x") | st.just("a.zip"), max_size=12)
+
+
+@given(NAMES, st.randoms())
+def test_distinct_ids_are_distinct_safe_and_do_not_depend_on_the_order(names, rnd):
+    ids = distinct_ids(names)
+    assert len(set(ids.values())) == len(set(names))
+    for name, sid in ids.items():
+        plain = student_id(name[:-4] if name.endswith(".zip") else name)
+        assert sid == plain or sid.startswith(plain + "-")
+        assert student_id(sid) == sid
+    shuffled = list(names)
+    rnd.shuffle(shuffled)
+    assert distinct_ids(shuffled) == ids
+
+
+def test_every_skipped_folder_file_and_entry_is_noted(tmp_path, monkeypatch):
+    (tmp_path / ".hidden-student").mkdir()
+    (tmp_path / "__MACOSX").mkdir()
+    ana = tmp_path / "ana"
+    for folder in (".git", ".ipynb_checkpoints", "a/b/c/d/e/f/g"):
+        (ana / folder).mkdir(parents=True)
+    (ana / ".ipynb_checkpoints" / "budget-checkpoint.ipynb").write_bytes(NB)
+    (ana / "a/b/c/d/e/f/g" / "budget.ipynb").write_bytes(NB)
+    (ana / "budget.ipynb").write_bytes(NB)
+    (ana / "timestamp.txt").write_text("2025-03-01 12:00:00.000000 UTC")
+    (ana / "draft.py").write_text("print(1)")
+    monkeypatch.setattr(intake, "MAX_FILES", 6)
+    with zipfile.ZipFile(tmp_path / "bo.zip", "w") as archive:
+        archive.writestr("../escape.ipynb", NB)
+        archive.writestr(".hidden/budget.ipynb", NB)
+        archive.writestr("readme.md", "hi")
+        archive.writestr("trimming.ipynb", NB)
+        archive.writestr("w/timestamp.txt", "2025-03-01 12:00:00.000000 UTC")
+        archive.writestr("one.ipynb", NB)
+        archive.writestr("past-the-limit.ipynb", NB)
+        archive.writestr("also-past.ipynb", NB)
+
+    found, notes = collect(tmp_path, LESSONS)
+
+    assert notes == ["skipped .hidden-student (a hidden name starting with '.')",
+                     "skipped __MACOSX (a system folder)"]
+    students = by_student(found)
+    ana_notes = "\n".join(students["ana"].notes)
+    assert ".git/ (a hidden name starting with '.')" in ana_notes
+    assert ".ipynb_checkpoints/ (JupyterLab's checkpoint copies)" in ana_notes
+    assert "a/b/c/d/e/f/g/ (deeper than 6 folders)" in ana_notes
+    assert "ignored 1 file(s) that are not notebooks: draft.py" in ana_notes
+    assert "timestamp.txt" not in ana_notes  # nbgrader's file beside a notebook is used, not ignored
+    bo_notes = "\n".join(students["bo"].notes)
+    assert "the archive holds 8 entries: only the first 6 were looked at, 2 were skipped " \
+           "(first skipped: past-the-limit.ipynb)" in bo_notes
+    assert "../escape.ipynb (a path outside the archive)" in bo_notes
+    assert ".hidden/budget.ipynb (a hidden name starting with '.')" in bo_notes
+    assert "ignored 1 file(s) in the archive that are not notebooks: readme.md" in bo_notes
+    assert students["bo"].entries["02-trimming"].data == NB
+
+
+def test_long_lists_of_skipped_names_are_counted_not_cut_silently(tmp_path):
     (tmp_path / "ana").mkdir()
-    with zipfile.ZipFile(tmp_path / "ana.zip", "w") as archive:
-        archive.writestr("budget.ipynb", NB)
-    with pytest.raises(IntakeError, match="both give the student id 'ana'"):
-        collect(tmp_path, LESSONS)
+    for i in range(15):
+        (tmp_path / "ana" / f"file{i:02}.txt").write_text("x")
+    (ana,), _ = collect(tmp_path, LESSONS)
+    (note,) = [n for n in ana.notes if n.startswith("ignored")]
+    assert note.startswith("ignored 15 file(s) that are not notebooks: file00.txt, ")
+    assert note.endswith("file09.txt and 5 more")
 
 
 def test_a_file_is_not_a_submissions_folder(tmp_path):

@@ -7,12 +7,28 @@ import io
 import shutil
 import sqlite3
 import warnings
+from contextlib import closing
 
+import mistune
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autograder.feedback import lesson_page, scrub
-from autograder.gradebooks import GradebookError, check_gradebook, merge_gradebooks
-from autograder.report import CSV_COLUMNS, grades_csv, summary_markdown
+from autograder.gradebooks import (
+    GradebookError,
+    check_gradebook,
+    merge_gradebooks,
+    rebase_gradebook,
+)
+from autograder.report import (
+    CSV_COLUMNS,
+    FORMULA_STARTS,
+    csv_cell,
+    grades_csv,
+    md_text,
+    summary_markdown,
+)
 
 HIDDEN = ["assert count_chat([]) == 3, 'an empty list still primes the reply'"]
 
@@ -55,6 +71,63 @@ def test_the_summary_says_who_failed_what_and_why():
     assert "- 01-budget `a-two`: 1 student(s)\n  - bo (AssertionError: expected 3, got 0)" in summary
 
 
+HOSTILE_TEXT = st.text(st.sampled_from("=+-@\t\r\na<>&|[]()`*_!#\\/:\"' "), max_size=30)
+
+
+@given(HOSTILE_TEXT, HOSTILE_TEXT)
+def test_no_csv_cell_starts_like_a_spreadsheet_formula(student, note):
+    results = {student or "x": {"lessons": {"01-budget": lesson(1.0, [], notes=[note] if note else [])}}}
+    rows = list(csv.reader(io.StringIO(grades_csv(results), newline="")))
+    assert rows[0] == list(CSV_COLUMNS)
+    for row in rows[1:]:
+        for cell in row:
+            assert not cell.startswith(FORMULA_STARTS), row
+    assert len(rows) == 2 and len(rows[1]) == len(CSV_COLUMNS)  # no cell ends its row early
+    plain = (student or "x").replace("\r\n", "\n").replace("\r", "\n")
+    assert rows[1][0] in (plain, "'" + plain)  # at most a quote is added
+
+
+def test_formula_like_ids_and_notes_are_quoted_and_others_kept():
+    results = {"=cmd|'/c calc'!A1": {"lessons": {"01-budget": lesson(1.0, [], notes=["+1 point"])}},
+               "@ana": {"lessons": {"01-budget": lesson(2.0, [])}}, "bo": {"lessons": {"01-budget": lesson(2.0, [])}}}
+    rows = list(csv.DictReader(io.StringIO(grades_csv(results))))
+    assert [r["student"] for r in rows] == ["'=cmd|'/c calc'!A1", "'@ana", "bo"]
+    assert rows[0]["notes"] == "'+1 point" and rows[0]["score"] == "1"
+    assert csv_cell("-3") == "'-3" and csv_cell("\tx") == "'\tx" and csv_cell("3") == "3"
+
+
+def rendered_tags(markdown: str) -> set[str]:
+    """The HTML tags a Markdown renderer produces for ``markdown`` (mistune, as nbconvert uses)."""
+    import re
+
+    return set(re.findall(r"<([a-zA-Z][a-zA-Z0-9]*)", mistune.html(markdown)))
+
+
+def test_submission_text_in_the_summary_renders_as_text_not_html():
+    script = "<script>alert('owned')</script>"
+    students = {"ana": {"origin": "<img src=x onerror=alert(1)>.zip", "intake_notes": [f"ignored {script}.txt"],
+                        "lessons": {"01-budget": lesson(0.0, [outcome("a-one", 0, {
+                            "ename": "ValueError", "evalue": f"{script} [click](javascript:alert(1)) ![i](http://t/x)"})],
+                            notes=["cell 2: a | b <b>bold</b>\n# heading"])}}}
+    summary = summary_markdown(students, notes=[f"ignored {script}: neither a student's folder nor a .zip"])
+    assert "<script" not in summary and "<img" not in summary and "<b>" not in summary
+    tags = rendered_tags(summary)
+    assert tags <= {"h1", "h2", "p", "ul", "li", "strong", "table", "thead", "tbody", "tr", "th", "td", "code"}, tags
+    assert "&lt;script&gt;alert('owned')&lt;/script&gt;" in summary  # still readable
+    html_out = mistune.html(summary)
+    assert "<a " not in html_out and "<img" not in html_out and "<h1>heading" not in html_out
+    assert summary.count("| ana |") == 1  # the table row keeps its columns
+
+
+@given(HOSTILE_TEXT)
+def test_md_text_is_one_line_with_no_raw_markup(text):
+    escaped = md_text(text)
+    assert "\n" not in escaped and "\r" not in escaped
+    assert "<" not in escaped and ">" not in escaped
+    rendered = mistune.html(f"- {escaped}")
+    assert rendered_tags(f"- {escaped}") <= {"ul", "li"}, rendered
+
+
 def test_feedback_withholds_messages_that_quote_hidden_tests():
     tests = [outcome("a-one", 0, {"ename": "AssertionError", "evalue": f"caller was: {HIDDEN[0]}"}),
              outcome("a-two", 0, {"ename": "stderr", "evalue": "Warning: deprecated\nsecond line"}),
@@ -66,12 +139,10 @@ def test_feedback_withholds_messages_that_quote_hidden_tests():
     assert scrub("fine", HIDDEN) == "fine"
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    """A template gradebook with one lesson of two tests."""
+def make_template(path, cells=("a-one", "a-two")):
+    """A template gradebook with one lesson of ``cells`` tests (nbgrader picks new ids each time)."""
     from nbgrader.api import Gradebook
 
-    path = tmp_path_factory.mktemp("template") / "template.db"
     with sqlite3.connect(path) as db:  # an existing database: nbgrader then skips running alembic
         db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
         db.execute("INSERT INTO alembic_version VALUES ('test')")
@@ -80,11 +151,17 @@ def template(tmp_path_factory):
         with Gradebook(f"sqlite:///{path}") as gb:
             gb.add_assignment("01-budget")
             gb.add_notebook("budget", "01-budget")
-            for name in ("a-one", "a-two"):
+            for name in cells:
                 gb.add_grade_cell(name, "budget", "01-budget", max_score=1, cell_type="code")
                 gb.add_source_cell(name, "budget", "01-budget", cell_type="code", locked=True,
                                    source="assert x", checksum="c")
     return path
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A template gradebook with one lesson of two tests."""
+    return make_template(tmp_path_factory.mktemp("template") / "template.db")
 
 
 @pytest.fixture
@@ -117,6 +194,35 @@ def test_checked_gradebooks_merge_into_one(gradebooks, tmp_path):
     with warnings.catch_warnings(), Gradebook(f"sqlite:///{tmp_path / 'merged.db'}") as gb:
         warnings.simplefilter("ignore")
         assert {s.id: gb.find_submission("01-budget", s.id).score for s in gb.students} == {"ana": 2.0, "bo": 1.0}
+
+
+def test_gradebooks_graded_on_another_release_of_the_lessons_are_rebased_then_merged(gradebooks, tmp_path):
+    """Shards release the lessons themselves: same names, other ids; rebasing makes them one gradebook."""
+    from nbgrader.api import Gradebook
+
+    template, students = gradebooks
+    other = make_template(tmp_path / "other.db")
+    cell_ids = "SELECT id FROM base_cell ORDER BY name"
+    with closing(sqlite3.connect(template)) as a, closing(sqlite3.connect(other)) as b:
+        assert a.execute(cell_ids).fetchall() != b.execute(cell_ids).fetchall()  # the premise
+    rebased = {}
+    for student, path in students.items():
+        rebased[student] = tmp_path / f"{student}-rebased.db"
+        rebase_gradebook(path, template, other, rebased[student], student)
+        check_gradebook(rebased[student], other, student)
+    merge_gradebooks(other, rebased, tmp_path / "merged.db")
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{tmp_path / 'merged.db'}") as gb:
+        warnings.simplefilter("ignore")
+        assert {s.id: gb.find_submission("01-budget", s.id).score for s in gb.students} == {"ana": 2.0, "bo": 1.0}
+        grades = {g.name: g.auto_score for g in gb.find_submission_notebook("budget", "01-budget", "bo").grades}
+        assert grades == {"a-one": 1.0, "a-two": 0.0}
+
+
+def test_rebasing_onto_a_template_without_a_graded_cell_is_refused(gradebooks, tmp_path):
+    template, students = gradebooks
+    smaller = make_template(tmp_path / "smaller.db", cells=("a-one",))
+    with pytest.raises(GradebookError, match="lacks .*a-two"):
+        rebase_gradebook(students["bo"], template, smaller, tmp_path / "bo.db", "bo")
 
 
 @pytest.mark.parametrize("tamper, message", [

@@ -1,0 +1,95 @@
+"""JupyterHub for a class of Context Window Lab on one machine, with nbgrader's exchange.
+
+Run as root on the course's machine, from this repository's environment:
+
+    CTXLAB_INSTRUCTORS=teacher CTXLAB_LEARNERS=ana,bo \\
+        .venv/bin/jupyterhub -f hub/jupyterhub_config.py
+
+Everyone logs in with their Unix account (PAM) and gets their own JupyterLab server, started
+as that user from the same Python environment as the hub, so learners have ``ctxlab`` and the
+course's pinned packages. Two groups decide the role:
+
+* ``learners`` fetch, validate and submit lessons in the Assignments tab and fetch their
+  feedback; the formgrader and the assignment-creation tools are switched off for them
+  (``hub/learner/``);
+* ``instructors`` also get nbgrader's formgrader; their copy of this repository is the course
+  root, where they run ``nbgrader release_assignment``, ``collect``, ``release_feedback`` and
+  ``python -m autograder grade`` (see ``hub/README.md``).
+
+Every server reads ``hub/exchange/nbgrader_config.py``: one exchange folder and one course id
+for all. Settings come from the environment, so one file serves every class:
+
+=======================  ==================================  =========================================
+variable                 default                             what it is
+=======================  ==================================  =========================================
+``CTXLAB_COURSE_ID``     ``context-window-lab``              nbgrader's course id in the exchange
+``CTXLAB_EXCHANGE``      ``/srv/nbgrader/exchange``          the exchange root (made ``0o777`` if new)
+``CTXLAB_INSTRUCTORS``   (none)                              Unix users who teach, comma-separated
+``CTXLAB_LEARNERS``      (none)                              Unix users who learn, comma-separated
+``CTXLAB_HUB_URL``       ``http://:8000``                    where the hub listens
+``CTXLAB_HUB_DATA``      ``/srv/jupyterhub``                 the hub's database and cookie secret
+=======================  ==================================  =========================================
+
+Only listed users may log in. Put TLS in front of the hub (a reverse proxy, or
+``c.JupyterHub.ssl_cert``/``ssl_key``) before opening it beyond the machine.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (JupyterHub provides get_config)
+
+HUB = Path(__file__).resolve().parent
+COURSE_ID = os.environ.get("CTXLAB_COURSE_ID", "context-window-lab")
+EXCHANGE = Path(os.environ.get("CTXLAB_EXCHANGE", "/srv/nbgrader/exchange"))
+DATA = Path(os.environ.get("CTXLAB_HUB_DATA", "/srv/jupyterhub"))
+
+
+def _users(variable: str) -> set[str]:
+    return {name.strip() for name in os.environ.get(variable, "").split(",") if name.strip()}
+
+
+INSTRUCTORS = _users("CTXLAB_INSTRUCTORS")
+LEARNERS = _users("CTXLAB_LEARNERS") - INSTRUCTORS
+
+# The exchange must exist and be writable by everyone; nbgrader then gives each course folder
+# in it the permissions its documentation lists (inbound 0o733, feedback 0o711...).
+EXCHANGE.mkdir(parents=True, exist_ok=True)
+EXCHANGE.chmod(0o777)
+DATA.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+c.JupyterHub.bind_url = os.environ.get("CTXLAB_HUB_URL", "http://:8000")
+c.JupyterHub.db_url = f"sqlite:///{DATA / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(DATA / "jupyterhub_cookie_secret")
+c.ConfigurableHTTPProxy.pid_file = str(DATA / "jupyterhub-proxy.pid")
+
+c.JupyterHub.authenticator_class = "pam"
+c.Authenticator.allowed_users = INSTRUCTORS | LEARNERS
+c.JupyterHub.load_groups = {
+    "instructors": {"users": sorted(INSTRUCTORS)},
+    "learners": {"users": sorted(LEARNERS)},
+}
+# Instructors may see who is in the class and whether their servers run; no one may enter
+# another user's server.
+c.JupyterHub.load_roles = [
+    {"name": "instructor", "groups": ["instructors"], "scopes": ["self", "list:users", "read:users", "read:servers"]},
+]
+
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(EXCHANGE)}
+
+
+def config_path(spawner) -> None:
+    """Give each server the exchange's settings, and learners the learner-only switches."""
+    folders = [HUB / "exchange"]
+    if spawner.user.name not in INSTRUCTORS:
+        folders.insert(0, HUB / "learner")
+    path = os.pathsep.join(str(folder) for folder in folders)
+    spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": path}  # a copy: never shared
+
+
+c.Spawner.pre_spawn_hook = config_path

@@ -1,0 +1,509 @@
+"""A class on JupyterHub, end to end on one machine: nbgrader's exchange, grading and feedback.
+
+The test starts JupyterHub with the course's own configuration (``hub/jupyterhub_config.py``,
+on loopback ports, with local Unix users it creates) and plays one lesson through:
+
+1. the instructor releases lesson 01 with ``nbgrader release_assignment``;
+2. two learners fetch it from the Assignments tab's API in their own servers; one saves the
+   solved notebook through the Contents API, the other leaves it blank; both submit;
+3. the instructor collects and grades with ``python -m autograder grade`` (sandboxed) and
+   releases the feedback; each learner fetches it and gets only their own.
+
+It checks the scores, that learners cannot list or read each other's submissions, the
+instructor's course or feedback that is not theirs, that only the learner version is in the
+exchange, and that the exchange's folders have the permissions nbgrader gives them
+(``nbgrader/exchange/default``: the course folder and ``outbound`` ``0o755``, ``inbound``
+``0o733`` (write, no listing), ``feedback`` ``0o711`` (no listing); each submission a
+``0o777`` folder whose name ends in a random part, holding ``0o644`` files).
+
+The servers, nbgrader and the grader run from this checkout's environment. When its Python
+lives where other users cannot reach it (a ``pyenv`` build under ``/root``, as here), the test
+first lays out a world-readable copy of it made of hard links (instant, and nothing is
+changed in place); a real hub installs the environment where every user can read it
+(``hub/README.md``).
+
+When the hub cannot start here (not root, no ``jupyterhub`` or ``configurable-http-proxy``),
+the learners' steps run as nbgrader's own commands under their Unix users, which is what the
+Assignments tab runs in their servers, and the test says why. ``.ci/run`` installs both, so CI
+runs the hub, and sets ``CTXLAB_REQUIRE_HUB=1`` so that a hub that cannot start fails the test.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import pwd
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+import warnings
+from pathlib import Path
+
+import pytest
+from hostile import require_sandbox
+from support.pipeline import REPO, fill, solution_sources
+
+pytestmark = [pytest.mark.slow]
+
+LESSON, NOTEBOOK = "01-budget", "budget.ipynb"
+COURSE_ID = "ctxlab-hub-check"
+TEACHER, ANA, BO = "ctxlab-teacher", "ctxlab-ana", "ctxlab-bo"
+HUB_DIR = REPO / "hub"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def reachable_by_others(python: Path) -> bool:
+    result = subprocess.run(["runuser", "-u", "nobody", "--", str(python), "-c", "import ctxlab, nbgrader"],
+                            capture_output=True, check=False, cwd="/")
+    return result.returncode == 0
+
+
+def shared_environment(base: Path) -> Path:
+    """This checkout's Python environment where every user can run it: its ``bin`` folder.
+
+    When other users cannot reach this environment's interpreter, the environment is laid out
+    again under ``base`` from hard links to its files (instant; nothing is changed in place)
+    on the system's Python of the same version, and only what names a location (``pyvenv.cfg``,
+    the ``python`` links, the scripts' first lines) is written anew.
+    """
+    venv = Path(sys.prefix)
+    if reachable_by_others(venv / "bin" / "python"):
+        return venv / "bin"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    system = Path(f"/usr/bin/python{version}")
+    if not system.exists():
+        pytest.skip(f"other users cannot run {venv}'s Python and there is no {system} to lay it out on: "
+                    "install the environment where every user can read it")
+    env = base / "env"
+    shutil.copytree(venv, env, symlinks=True, copy_function=os.link, ignore=shutil.ignore_patterns("bin", "pyvenv.cfg"))
+    (env / "bin").mkdir()
+    for link in ("python", "python3", f"python{version}"):
+        (env / "bin" / link).symlink_to(system)
+    (env / "pyvenv.cfg").write_text(f"home = {system.parent}\ninclude-system-site-packages = false\n", encoding="utf-8")
+    for script in (venv / "bin").iterdir():
+        if script.is_file() and not script.is_symlink():
+            text = script.read_bytes()
+            if text.startswith(b"#!" + str(venv).encode()):
+                text = text.replace(str(venv).encode(), str(env).encode(), 1)
+            (env / "bin" / script.name).write_bytes(text)
+            (env / "bin" / script.name).chmod(script.stat().st_mode & 0o777)
+    if not reachable_by_others(env / "bin" / "python"):
+        pytest.fail(f"the environment laid out in {env} does not run for other users")
+    return env / "bin"
+
+
+def why_no_hub() -> str | None:
+    """Why JupyterHub cannot run this test here, or ``None`` when it can."""
+    if not (Path(sys.prefix) / "bin" / "jupyterhub").exists():
+        return "the jupyterhub package is not installed (pip install -r requirements-dev.txt -c constraints.txt)"
+    if shutil.which("configurable-http-proxy") is None:
+        return "configurable-http-proxy is not installed (npm install -g configurable-http-proxy, as .ci/run does)"
+    return None
+
+
+class Machine:
+    """Local Unix users, their homes, the exchange and the environment every server gets."""
+
+    def __init__(self, base: Path, bin_dir: Path):
+        self.base, self.bin = base, bin_dir
+        self.exchange = base / "exchange"
+        self.created: list[str] = []
+        self.env = {
+            "CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(self.exchange),
+            "CTXLAB_INSTRUCTORS": TEACHER, "CTXLAB_LEARNERS": f"{ANA},{BO}",
+            "PATH": f"{bin_dir}:/usr/bin:/bin", "MPLBACKEND": "Agg", "LANG": "C.UTF-8",
+        }
+
+    def add_user(self, name: str) -> Path:
+        home = self.base / "home" / name
+        home.parent.mkdir(exist_ok=True)
+        home.parent.chmod(0o755)
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--no-user-group", "--gid", "users", "--home-dir", str(home), "--create-home",
+                            "--shell", "/bin/sh", name], check=True, capture_output=True)
+            self.created.append(name)
+        else:
+            pytest.skip(f"a user named {name} exists already; remove it or run the test elsewhere")
+        home.chmod(0o700)  # a learner's files are theirs alone
+        return home
+
+    def home(self, name: str) -> Path:
+        return Path(pwd.getpwnam(name).pw_dir)
+
+    def run_as(self, user: str, *command: str, cwd: Path | None = None, config: str = "exchange",
+               check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+        """``command`` as ``user``, with the environment the hub gives that user's server."""
+        folders = [HUB_DIR / "exchange"] if config == "exchange" else [HUB_DIR / "learner", HUB_DIR / "exchange"]
+        env = {**self.env, "HOME": str(self.home(user)), "USER": user,
+               "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, folders))}
+        result = subprocess.run(["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items()), *command],
+                                cwd=cwd or self.home(user), capture_output=True, text=True, timeout=timeout,
+                                check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{' '.join(command)} as {user} failed ({result.returncode}):\n"
+                                 f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        return result
+
+    def remove_users(self) -> None:
+        for name in self.created:
+            subprocess.run(["pkill", "-u", name], check=False, capture_output=True)
+            subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+class Hub:
+    """JupyterHub started from hub/jupyterhub_config.py, plus a service token to drive it."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.token = uuid.uuid4().hex
+        data = machine.base / "hub-data"
+        config = machine.base / "check_config.py"
+        config.write_text(
+            "c = get_config()  # noqa: F821\n"
+            f"load_subconfig({str(HUB_DIR / 'jupyterhub_config.py')!r})  # noqa: F821\n"
+            f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{free_port()}'\n"
+            f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'\n"
+            f"c.JupyterHub.services = [{{'name': 'course-check', 'api_token': {self.token!r}}}]\n"
+            "c.JupyterHub.load_roles.append({'name': 'course-check', 'services': ['course-check'],\n"
+            "    'scopes': ['admin:users', 'admin:servers', 'list:users', 'tokens']})\n"
+            "c.Spawner.start_timeout = 120\n"
+            "c.Spawner.http_timeout = 120\n",
+            encoding="utf-8")
+        env = {**machine.env, "CTXLAB_HUB_URL": self.url, "CTXLAB_HUB_DATA": str(data), "HOME": str(machine.base)}
+        self.log = machine.base / "hub.log"
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen([str(machine.bin / "jupyterhub"), "-f", str(config)], cwd=machine.base,
+                                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def tail(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+
+    def call(self, method: str, path: str, form: dict | None = None, body: dict | None = None,
+             timeout: float = 120, token: str | None = None) -> tuple[int, str]:
+        data, headers = None, {"Authorization": f"token {token or self.token}"}
+        if form is not None:
+            data = urllib.parse.urlencode(form).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        elif body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode(errors="replace")
+
+    def wait_up(self, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"JupyterHub exited ({self.process.returncode}):\n{self.tail()}")
+            try:
+                if self.call("GET", "/hub/api/", timeout=5)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"JupyterHub did not answer within {seconds} s:\n{self.tail()}")
+
+    def start_server(self, user: str, seconds: float = 150) -> None:
+        status, text = self.call("POST", f"/hub/api/users/{user}/server")
+        assert status in (201, 202), (status, text, self.tail())
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            status, text = self.call("GET", f"/hub/api/users/{user}")
+            server = json.loads(text).get("servers", {}).get("", {}) if status == 200 else {}
+            if server.get("ready"):
+                return
+            time.sleep(1)
+        raise AssertionError(f"{user}'s server was not ready within {seconds} s:\n{self.tail()}")
+
+    def user_token(self, user: str) -> str:
+        """A token carrying ``user``'s own rights, as their browser session would."""
+        status, text = self.call("POST", f"/hub/api/users/{user}/tokens", body={"note": "check", "expires_in": 900})
+        assert status in (200, 201), (status, text)
+        return json.loads(text)["token"]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, 9)
+                self.process.wait(timeout=10)
+
+
+class HubLearner:
+    """A learner working in their own server, through the Assignments tab's and Contents APIs."""
+
+    def __init__(self, hub: Hub, name: str):
+        self.hub, self.name = hub, name
+        self.token = hub.user_token(name)
+
+    def call(self, method: str, path: str, **kwargs) -> tuple[int, str]:
+        return self.hub.call(method, path, token=self.token, **kwargs)
+
+    def action(self, action: str) -> dict:
+        status, text = self.call("POST", f"/user/{self.name}/assignments/{action}",
+                                 form={"course_id": COURSE_ID, "assignment_id": LESSON})
+        assert status == 200, (action, status, text[-2000:])
+        answer = json.loads(text)
+        assert answer.get("success", True), (action, answer)
+        return answer
+
+    def listing(self) -> dict:
+        status, text = self.call("GET", f"/user/{self.name}/assignments?course_id={COURSE_ID}")
+        assert status == 200, (status, text[-2000:])
+        return json.loads(text)
+
+    def save(self, notebook: dict) -> None:
+        status, text = self.call("PUT", f"/user/{self.name}/api/contents/{LESSON}/{NOTEBOOK}",
+                                 body={"type": "notebook", "format": "json", "content": notebook})
+        assert status in (200, 201), (status, text[-2000:])
+
+    def read(self, owner: str, path: str) -> int:
+        """The status of opening ``owner``'s file ``path`` with this learner's rights."""
+        return self.call("GET", f"/user/{owner}/api/contents/{path}")[0]
+
+
+class ShellLearner:
+    """A learner running nbgrader's own commands as their Unix user (what the Assignments tab runs)."""
+
+    COMMANDS = {"fetch": "fetch_assignment", "submit": "submit", "fetch_feedback": "fetch_feedback"}
+
+    def __init__(self, machine: Machine, name: str):
+        self.machine, self.name = machine, name
+
+    def action(self, action: str) -> dict:
+        self.machine.run_as(self.name, str(self.machine.bin / "nbgrader"), self.COMMANDS[action], LESSON,
+                            f"--course={COURSE_ID}", config="learner")
+        return {"success": True}
+
+    def listing(self) -> dict:
+        result = self.machine.run_as(self.name, str(self.machine.bin / "nbgrader"), "list", "--cached", f"--course={COURSE_ID}",
+                                     config="learner", check=False)
+        return {"value": result.stdout + result.stderr}
+
+    def save(self, notebook: dict) -> None:
+        self.machine.run_as(self.name, str(self.machine.bin / "python"), "-c",
+                            f"import sys; open({f'{LESSON}/{NOTEBOOK}'!r}, 'w').write(sys.argv[1])",
+                            json.dumps(notebook))
+
+    def read(self, owner: str, path: str) -> int:
+        """The status of reading ``owner``'s file ``path`` as this learner: 200, 403 or 404."""
+        target = self.machine.home(owner) / path
+        result = self.machine.run_as(self.name, str(self.machine.bin / "python"), "-c",
+                                     f"import os; os.listdir({str(target)!r})",
+                                     check=False)
+        return 200 if result.returncode == 0 else 403 if "PermissionError" in result.stderr else 404
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode) & 0o777
+
+
+def probe_as(machine: Machine, user: str, code: str) -> dict:
+    """Run ``code`` (which sets ``out``) as ``user``; the JSON it leaves in ``out``."""
+    script = f"import json, os\nout = {{}}\n{code}\nprint(json.dumps(out))"
+    return json.loads(machine.run_as(user, str(machine.bin / "python"), "-c", script).stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def machine():
+    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None:
+        pytest.skip("the hub test creates local Unix users: it needs root with useradd and runuser (CI has both)")
+    require_sandbox()
+    base = Path(tempfile.mkdtemp(prefix="ctxlab-hub-", dir="/tmp"))
+    base.chmod(0o755)  # the users must reach their homes and the exchange below it
+    here = None
+    try:
+        here = Machine(base, shared_environment(base))
+        yield here
+    finally:
+        if here is not None:
+            here.remove_users()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def course(machine):
+    """Play the whole lesson through; what each step left behind."""
+    teacher_home = machine.add_user(TEACHER)
+    for name in (ANA, BO):
+        machine.add_user(name)
+    root = teacher_home / "course"  # the instructor's copy of the repository is the course root
+    root.mkdir()
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    for folder in ("solutions", "course"):
+        shutil.copytree(REPO / folder / LESSON, root / folder / LESSON)
+    subprocess.run(["chown", "-R", f"{TEACHER}:users", str(teacher_home)], check=True)
+
+    reason = why_no_hub()
+    if reason and os.environ.get("CTXLAB_REQUIRE_HUB") == "1":
+        pytest.fail(f"CTXLAB_REQUIRE_HUB=1 but JupyterHub cannot start: {reason}")
+    hub = None
+    if reason is None:
+        hub = Hub(machine)
+    try:
+        if hub is not None:
+            hub.wait_up()
+            for name in (ANA, BO):
+                hub.start_server(name)
+            learners = {name: HubLearner(hub, name) for name in (ANA, BO)}
+        else:
+            warnings.warn(f"JupyterHub not started: {reason}; the learners ran nbgrader's commands instead",
+                          stacklevel=1)
+            learners = {name: ShellLearner(machine, name) for name in (ANA, BO)}
+            machine.exchange.mkdir()  # what the hub's configuration does, as nbgrader's docs say
+            machine.exchange.chmod(0o777)
+
+        nbgrader = str(machine.bin / "nbgrader")
+        machine.run_as(TEACHER, nbgrader, "release_assignment", LESSON, cwd=root)
+        released = json.loads((root / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+        answers = solution_sources(json.loads((root / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8")))
+
+        before_fetch = learners[ANA].listing()
+        for learner in learners.values():
+            learner.action("fetch")
+        learners[ANA].save(fill(released, answers))  # ana solves it; bo hands in the blank notebook
+        for learner in learners.values():
+            learner.action("submit")
+        listings = {name: learner.listing() for name, learner in learners.items()}
+
+        machine.run_as(TEACHER, nbgrader, "collect", LESSON, cwd=root)
+        grading = machine.run_as(
+            TEACHER, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
+            str(teacher_home / "grading"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
+            "--cell-timeout", "30", "--memory", "1024", "--quiet", cwd=REPO, check=False, timeout=400)
+        assert grading.returncode == 0, grading.stderr[-4000:]
+        shutil.copytree(teacher_home / "grading" / "feedback", root / "feedback", dirs_exist_ok=True)
+        subprocess.run(["chown", "-R", f"{TEACHER}:users", str(root / "feedback")], check=True)
+        machine.run_as(TEACHER, nbgrader, "release_feedback", LESSON, cwd=root)
+        for learner in learners.values():
+            learner.action("fetch_feedback")
+        yield {"root": root, "teacher_home": teacher_home, "learners": learners, "hub": hub, "reason": reason,
+               "listings": listings, "before_fetch": before_fetch, "grading": teacher_home / "grading"}
+    finally:
+        if hub is not None:
+            hub.stop()
+
+
+def test_the_hub_ran_the_learners_servers(course):
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    hub = course["hub"]
+    status, text = hub.call("GET", "/hub/api/users")
+    users = {u["name"]: u for u in json.loads(text)}
+    assert status == 200 and {ANA, BO, TEACHER} <= set(users)
+    assert "instructors" in users[TEACHER]["groups"] and "learners" in users[ANA]["groups"]
+    assert all(users[name]["servers"][""]["ready"] for name in (ANA, BO))
+    before = json.dumps(course["before_fetch"])
+    assert LESSON in before and "released" in before  # the Assignments tab listed the released lesson
+    ana = course["learners"][ANA]
+    assert ana.call("GET", f"/user/{ANA}/formgrader")[0] == 404  # no formgrader for learners
+    status, page = ana.call("GET", f"/user/{ANA}/lab")
+    assert status == 200
+    config = json.loads(page.split('id="jupyter-config-data"')[1].split(">", 1)[1].split("</script>")[0])
+    disabled = config.get("disabledExtensions", [])
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= set(disabled), disabled
+
+
+def test_the_scores_are_right(course):
+    rows = list(csv.DictReader(io.StringIO((course["grading"] / "grades.csv").read_text(encoding="utf-8"))))
+    scores = {row["student"]: (float(row["score"]), float(row["max_score"]), row["status"]) for row in rows}
+    assert set(scores) == {ANA, BO}
+    assert scores[ANA][0] == scores[ANA][1] > 0 and scores[ANA][2] == "graded"
+    assert scores[BO][0] == 0 and scores[BO][2] == "graded"
+
+
+def test_each_learner_fetched_only_their_own_feedback(course):
+    for name in (ANA, BO):
+        home = Path(pwd.getpwnam(name).pw_dir)
+        pages = sorted((home / LESSON / "feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}"))
+        assert len(pages) == 1, (name, pages)
+        page = pages[0].read_text(encoding="utf-8")
+        other = BO if name == ANA else ANA
+        assert f"Feedback for {name}" in page and other not in page
+        assert "BEGIN HIDDEN TESTS" not in page
+
+
+def test_the_exchange_has_the_permissions_nbgrader_gives_it(course, machine):
+    course_dir = machine.exchange / COURSE_ID
+    assert mode(machine.exchange) == 0o777
+    assert mode(course_dir) == 0o755 and mode(course_dir / "outbound") == 0o755
+    assert mode(course_dir / "inbound") == 0o733
+    assert mode(course_dir / "feedback") == 0o711
+    submissions = sorted((course_dir / "inbound").iterdir())
+    assert {p.name.split("+")[0] for p in submissions} == {ANA, BO}
+    for submission in submissions:
+        owner = pwd.getpwuid(submission.stat().st_uid).pw_name
+        assert owner == submission.name.split("+")[0]  # each learner's submission is theirs
+        assert mode(submission) == 0o777  # so the instructor can remove it; hidden by its name
+        assert all(mode(f) == 0o644 for f in submission.rglob("*") if f.is_file())
+        assert all(mode(d) == 0o755 for d in submission.rglob("*") if d.is_dir())
+        assert len(submission.name.split("+")) == 4  # student+lesson+time+random: names cannot be guessed
+
+
+def test_only_the_learner_version_is_in_the_exchange(course, machine):
+    outbound = machine.exchange / COURSE_ID / "outbound" / LESSON
+    files = sorted(p.relative_to(outbound).as_posix() for p in outbound.rglob("*") if p.is_file())
+    assert NOTEBOOK in files and "gradebook.db" not in files
+    text = (outbound / NOTEBOOK).read_text(encoding="utf-8")
+    assert "BEGIN HIDDEN TESTS" not in text and "### BEGIN SOLUTION" not in text
+    for path in (machine.exchange / COURSE_ID).rglob("*"):
+        assert path.name != "gradebook.db" and "solutions" not in path.parts
+
+
+def test_learners_cannot_read_each_others_work_or_the_instructors_files(course, machine):
+    course_dir = machine.exchange / COURSE_ID
+    ana_submission = next(p for p in (course_dir / "inbound").iterdir() if p.name.startswith(ANA + "+"))
+    targets = {
+        "inbound": str(course_dir / "inbound"), "feedback": str(course_dir / "feedback"),
+        "ana_home": str(machine.home(ANA)), "course_root": str(course["root"]),
+        "gradebook": str(course["root"] / "gradebook.db"), "solutions": str(course["root"] / "solutions"),
+        "grading": str(course["grading"]), "ana_cache": str(machine.home(ANA) / ".local/share/jupyter"),
+    }
+    code = (f"targets = {targets!r}\n"
+            "for name, path in targets.items():\n"
+            "    try:\n"
+            "        os.listdir(path) if os.path.isdir(path) or not os.path.exists(path) else open(path, 'rb').read(1)\n"
+            "        out[name] = 'readable'\n"
+            "    except PermissionError:\n"
+            "        out[name] = 'denied'\n"
+            "    except FileNotFoundError:\n"
+            "        out[name] = 'unseen'\n")
+    seen = probe_as(machine, BO, code)
+    assert seen["inbound"] == "denied" and seen["feedback"] == "denied", seen
+    assert {seen[k] for k in ("ana_home", "course_root", "gradebook", "solutions", "grading", "ana_cache")} <= {
+        "denied", "unseen"}, seen
+    # nbgrader leaves each submission's files readable by name; what protects them is that
+    # inbound cannot be listed and each folder name ends in a random part.
+    assert len(ana_submission.name.split("+")[-1]) >= 8
+    listing = json.dumps(course["listings"][BO])
+    assert ANA not in listing  # bo's Assignments tab lists bo's own submission only
+    if course["hub"] is not None:
+        assert BO in listing and "submitted" in listing
+    bo = course["learners"][BO]
+    assert bo.read(BO, LESSON) == 200  # bo's own work, with bo's own rights
+    assert bo.read(ANA, LESSON) in (403, 404)  # ana's is out of reach, through the hub or not
