@@ -6,12 +6,17 @@ STAMP  := $(VENV)/.installed
 LESSON ?= course/01-budget/budget.ipynb
 SUBMISSIONS ?= submissions
 DEST   ?= student-repo
+# JupyterLab as a learner sees it (jupyter-config/learner/README.md): added to Jupyter's search
+# path for the one server `make lab` starts, never written to the user's own configuration
+LEARNER_CONFIG := $(CURDIR)/jupyter-config/learner
+LAB = $(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(LESSON) \
+	$(if $(filter 0,$(shell id -u)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab test test-fast lint release grade bench student-repo
+.PHONY: help setup lab lab-instructor test test-fast lint release grade bench student-repo
 
 help: ## list the commands
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 setup: $(STAMP) ## create .venv with the pinned dependencies and ctxlab (run by every other target)
 
@@ -22,9 +27,11 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(BIN)/python -c "import ctxlab; ctxlab.encoding()"
 	touch $@
 
-lab: setup ## open the course in JupyterLab, at lesson 01 (offline)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(LESSON) \
-		$(if $(filter 0,$(shell id -u)),--allow-root)
+lab: setup ## the learner's command: the course in JupyterLab at lesson 01, offline, as on Binder
+	JUPYTER_CONFIG_PATH="$(LEARNER_CONFIG)$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" $(LAB)
+
+lab-instructor: setup ## JupyterLab with nbgrader's instructor panels (formgrader, create assignment)
+	$(LAB)
 
 test: setup ## run every test: library, lessons graded with nbgrader, browser
 	$(BIN)/python -m pytest

@@ -49,6 +49,16 @@ OVER = "#d62728"
 INK = "#1f2328"
 MUTED = "#59636e"
 DARK_TEXT = {"tool schemas", "free", "reserved output"}
+SHORT_NAMES = {
+    "system": "system",
+    "tool schemas": "tools",
+    "scratchpad": "pad",
+    "summary": "summary",
+    "history": "history",
+    "free": "free",
+    "reserved output": "output",
+}
+"""What a segment too narrow for its name is labelled (the legend gives the whole name)."""
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif"
 STRIP_ROWS = 8  # the strip grows to this many rows of one window each, then rescales
 
@@ -117,32 +127,31 @@ def _bar(layout: WindowLayout) -> str:
         colour = INK if segment.name in DARK_TEXT else "#fff"
         if share >= 11:
             label = f"{_e(segment.name)}<br><b>{_n(tokens)}</b>"
-        elif share >= 4.5:
-            label = f"<b>{_n(tokens)}</b>"
-        else:
+        elif share >= 4.5:  # too narrow for the whole name: its short name, then the number
+            label = f"{_e(SHORT_NAMES[segment.name])}<br><b>{_n(tokens)}</b>"
+        elif share >= 2.2:
+            label = _e(SHORT_NAMES[segment.name])
+        else:  # the legend under the bar names it
             label = ""
         border = "border:1px dashed #b9bec6;" if segment.name == "free" else ""
         cells.append(
             f'<div class="ctxlab-segment" data-segment="{_e(segment.name)}" data-tokens="{tokens}" '
             f'title="{_e(segment.name)}: {_n(tokens)} tokens" '
-            f"style=\"flex-grow:0;flex-shrink:0;flex-basis:{share:.3f}%;box-sizing:border-box;{border}"
+            f"style=\"flex-grow:0;flex-shrink:0;flex-basis:{share:.3f}%;min-width:0;box-sizing:border-box;{border}"
             f"background:{_segment_fill(segment.name)};color:{colour};font-size:11px;line-height:1.2;"
-            f'padding:3px 4px;overflow:hidden;white-space:nowrap">{label}</div>'
+            f'padding:3px 0 3px {3 if share >= 1 else 0}px;overflow:hidden;white-space:nowrap">{label}</div>'
         )
     overlay = ""
     if layout.over_budget:
+        # Past the edge the segments go on at their own widths (the bar is to scale); a light
+        # hatch over them, not a cover, marks the tokens that do not fit.
         edge = 100 * layout.window / scale
-        past = 100 - edge
-        text = f"+{_n(-layout.free)} tokens past the window" if past >= 28 else f"+{_n(-layout.free)}" if past >= 7 else ""
         overlay = (
-            f'<div title="past the window\'s edge: {_n(-layout.free)} tokens that do not fit" '
-            f'style="position:absolute;left:{edge:.3f}%;right:0;top:0;bottom:0;'
-            f"background:repeating-linear-gradient(45deg,{OVER} 0 8px,#e8696a 8px 16px);"
-            f"color:#fff;font-weight:700;font-size:12px;display:flex;align-items:center;"
-            f'justify-content:center;overflow:hidden;white-space:nowrap;text-shadow:0 0 3px {OVER}">'
-            f"{text}</div>"
-            f'<div style="position:absolute;left:calc({edge:.3f}% - 2px);top:-3px;bottom:-3px;width:4px;'
-            f'background:#7a0c0d"></div>'
+            f'<div class="ctxlab-overflow" title="past the window\'s edge: {_n(-layout.free)} tokens that do not fit" '
+            f'style="position:absolute;left:{edge:.3f}%;right:0;top:0;bottom:0;pointer-events:none;'
+            f'background:repeating-linear-gradient(45deg,rgba(214,39,40,.5) 0 3px,rgba(214,39,40,0) 3px 10px)"></div>'
+            f'<div class="ctxlab-window-edge" style="position:absolute;left:calc({edge:.3f}% - 2px);top:-3px;'
+            f'bottom:-3px;width:4px;background:#7a0c0d"></div>'
         )
     frame = f"3px solid {OVER}" if layout.over_budget else "1px solid #c5cad3"
     radius = "0 0 4px 4px" if layout.over_budget else "4px"
@@ -156,10 +165,14 @@ def _bar(layout: WindowLayout) -> str:
     )
     if layout.over_budget:
         edge = 100 * layout.window / scale
+        past = 100 - edge
+        over = f"+{_n(-layout.free)} tokens past the window" if past >= 22 else f"+{_n(-layout.free)}"
         ticks += (
             f'<span style="position:absolute;right:{100 - edge:.3f}%;color:{OVER};font-weight:700;'
-            f'padding-right:4px">window ends: {_n(layout.window)}</span>'
-            f'<span style="position:absolute;right:0">{_n(scale)}</span>'
+            f'padding-right:4px;white-space:nowrap">window ends: {_n(layout.window)}</span>'
+            f'<span class="ctxlab-overflow-label" style="position:absolute;left:{edge:.3f}%;color:{OVER};'
+            f'font-weight:700;padding-left:6px;white-space:nowrap">{over}</span>'
+            + (f'<span style="position:absolute;right:0">{_n(scale)}</span>' if past >= 14 else "")
         )
     else:
         ticks += f'<span style="position:absolute;right:0">{_n(layout.window)}</span>'

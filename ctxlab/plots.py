@@ -62,8 +62,8 @@ def plot_growth(
         ax.set_ylabel("tokens")
         ax.grid(alpha=0.3)
         ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    if len(series) > 1:
-        left.legend()
+    if isinstance(per_lap, Mapping):  # named series say their names, even when there is one
+        left.legend(loc="upper left", fontsize=9)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -117,7 +117,7 @@ def plot_allocation(allocation: Allocation, *, ax: Axes | None = None, title: st
 
 # -- replays (lesson 06) ------------------------------------------------------------------------
 
-__all__ += ["plot_replay", "plot_probe_survival"]
+__all__ += ["plot_replay", "plot_probe_survival", "SURVIVAL_COLOURS"]
 
 
 def plot_replay(results: Sequence[ReplayResult], *, title: str | None = None) -> Figure:
@@ -136,7 +136,9 @@ def plot_replay(results: Sequence[ReplayResult], *, title: str | None = None) ->
         axes[2].plot(laps, [r.reused for r in result.laps], marker=".", label=result.policy)
     if limit:
         axes[0].axhline(limit, color=ALLOCATION_COLOURS["over budget"], linestyle="--", linewidth=1)
-        axes[0].annotate("input limit", (1, limit), xytext=(2, 3), textcoords="offset points",
+        # at the right end, just above the line: the lines that stay under the limit end lower
+        axes[0].annotate(f"input limit {limit:,}", (1, limit), xycoords=("axes fraction", "data"),
+                         xytext=(-3, 3), textcoords="offset points", ha="right", va="bottom",
                          color=ALLOCATION_COLOURS["over budget"], fontsize=8)
     for ax, heading in zip(axes, ("Prompt tokens per lap", "Billed input so far",
                                   "Prefix reused from the previous lap"), strict=True):
@@ -145,23 +147,36 @@ def plot_replay(results: Sequence[ReplayResult], *, title: str | None = None) ->
         ax.set_ylabel("tokens")
         ax.grid(alpha=0.3)
         ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    axes[0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+    _legend_below(fig, *axes[0].get_legend_handles_labels(), title)
     return fig
+
+
+def _legend_below(fig: Figure, handles: Sequence, labels: Sequence[str], title: str | None) -> None:
+    """One legend for the whole figure, under its panels, where it covers no data; then the
+    title above them. Margins are in inches, so tall and short figures look the same."""
+    columns = min(len(labels), 4) or 1
+    rows = -(-len(labels) // columns)
+    height = fig.get_figheight()
+    bottom = (0.12 + 0.22 * rows) / height
+    top = 1 - (0.3 / height if title else 0)
+    if title:
+        fig.suptitle(title, y=1 - 0.08 / height, va="top")
+    fig.tight_layout(rect=(0, bottom, 1, top))
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 0.04 / height))
 
 
 def plot_probe_survival(results: Sequence[ReplayResult], *, title: str | None = None) -> Figure:
     """A grid per policy: for each probe (goal, constraint, failure...), the laps whose prompt
-    holds it (dark), lacks it (light red) or comes before the fact appears (blank)."""
+    holds it (dark green), lacks it (light red) or comes before the fact appears (white); the
+    legend under the grids says so."""
     plt = _pyplot()
     from matplotlib.colors import ListedColormap
 
     names = list(results[0].probes) if results else []
     fig, axes = plt.subplots(len(results), 1, figsize=(12, 0.55 * max(len(names), 1) * len(results) + 1.2),
                              squeeze=False)
-    colours = ListedColormap(["#ffffff", "#f4b6b6", "#2f6f4f"])
+    colours = ListedColormap(list(SURVIVAL_COLOURS.values()))
     for ax, result in zip(axes[:, 0], results, strict=True):
         grid = []
         for name in names:
@@ -175,7 +190,16 @@ def plot_probe_survival(results: Sequence[ReplayResult], *, title: str | None = 
         ax.set_yticks(range(len(names)), names)
         ax.set_title(result.policy, fontsize=10, loc="left")
         ax.set_xlabel("lap")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+    from matplotlib.patches import Patch
+
+    keys = [Patch(facecolor=colour, edgecolor="#888888", label=meaning) for meaning, colour in SURVIVAL_COLOURS.items()]
+    _legend_below(fig, keys[::-1], [k.get_label() for k in keys[::-1]], title)
     return fig
+
+
+SURVIVAL_COLOURS = {
+    "not yet in the run (the fact appears later)": "#ffffff",
+    "lost: in the run, not in the prompt": "#f4b6b6",
+    "in the prompt": "#2f6f4f",
+}
+"""What each colour of :func:`plot_probe_survival` means (also its legend)."""

@@ -8,6 +8,11 @@ The store is the source of truth; the prompt is rebuilt from it every lap.
 It uses the standard library's :mod:`sqlite3`: a file that survives the process (``path``), or
 ``":memory:"`` for a throwaway store. Every write is committed at once.
 
+A store may be used from any thread: Jupyter runs a widget's callbacks on a thread of its own,
+so a store made in a notebook cell is read from another thread when a slider moves. One
+connection is shared (an in-memory database exists only on the connection that made it) and a
+lock lets one thread at a time use it.
+
 >>> store = TrajectoryStore(":memory:", run="demo")
 >>> ref = store.append({"role": "tool", "tool_call_id": "c1", "content": "the full page", "step": 3})
 >>> ref, store.resolve(ref)["content"]
@@ -21,6 +26,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -82,17 +88,25 @@ class TrajectoryStore:
         self.path = os.fspath(path)
         self.run = run
         try:
-            self._db = sqlite3.connect(self.path)
+            # any thread may use the connection; the lock makes them take turns
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
         except sqlite3.Error as err:
             raise StoreError(f"cannot open the trajectory store at {self.path!r}: {err}") from None
-        with self._db:
+        self._lock = threading.RLock()
+        with self._lock, self._db:
             self._db.executescript(_SCHEMA)
+
+    def _rows(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row a query returns, read while holding the lock."""
+        with self._lock:
+            return self._db.execute(sql, parameters).fetchall()
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the database (everything is already committed)."""
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def __enter__(self) -> TrajectoryStore:
         return self
@@ -105,13 +119,13 @@ class TrajectoryStore:
 
     def __len__(self) -> int:
         """Messages stored for this store's run."""
-        return self._db.execute("SELECT COUNT(*) FROM messages WHERE run = ?", (self.run,)).fetchone()[0]
+        return self._rows("SELECT COUNT(*) FROM messages WHERE run = ?", (self.run,))[0][0]
 
     # -- writing -------------------------------------------------------------------------
 
     def _insert(self, rows: Sequence[Message]) -> list[str]:
         refs = []
-        with self._db:  # one transaction: all or nothing
+        with self._lock, self._db:  # one transaction: all or nothing, one thread at a time
             seq = self._db.execute(
                 "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE run = ?", (self.run,)
             ).fetchone()[0]
@@ -166,13 +180,14 @@ class TrajectoryStore:
         """
         if not isinstance(message, Mapping) or message.get("role") != "tool" or not message.get("tool_call_id"):
             raise StoreError("save_result() takes a tool message with a 'tool_call_id'; use append() for other messages")
-        row = self._db.execute(
-            "SELECT seq, body FROM messages WHERE run = ? AND tool_call_id = ?",
-            (self.run, message["tool_call_id"]),
-        ).fetchone()
-        if row is None:
-            return self.append(message)
-        seq, body = row
+        with self._lock:  # look up and store as one step, so two threads cannot both store it
+            rows = self._rows(
+                "SELECT seq, body FROM messages WHERE run = ? AND tool_call_id = ?",
+                (self.run, message["tool_call_id"]),
+            )
+            if not rows:
+                return self.append(message)
+        seq, body = rows[0]
         if json.loads(body).get("content") != message.get("content"):
             raise StoreError(
                 f"the result of tool call {message['tool_call_id']!r} is stored as {self.run}#{seq} "
@@ -191,7 +206,7 @@ class TrajectoryStore:
         ...     store.runs()
         ['a']
         """
-        return [r for (r,) in self._db.execute("SELECT DISTINCT run FROM messages ORDER BY run")]
+        return [r for (r,) in self._rows("SELECT DISTINCT run FROM messages ORDER BY run")]
 
     def ref_for(self, tool_call_id: str) -> str:
         """The reference of the stored result of a tool call.
@@ -203,16 +218,14 @@ class TrajectoryStore:
         ...     store.ref_for("c1")
         'r#0'
         """
-        row = self._db.execute(
-            "SELECT seq FROM messages WHERE run = ? AND tool_call_id = ?", (self.run, tool_call_id)
-        ).fetchone()
-        if row is None:
+        rows = self._rows("SELECT seq FROM messages WHERE run = ? AND tool_call_id = ?", (self.run, tool_call_id))
+        if not rows:
             raise ReferenceNotFound(
                 f"run {self.run!r} holds no result for tool call {tool_call_id!r}; store it "
                 "with save_result() or append() first",
                 ref=tool_call_id,
             )
-        return f"{self.run}#{row[0]}"
+        return f"{self.run}#{rows[0][0]}"
 
     def resolve(self, ref: str) -> dict[str, Any]:
         """The full message a reference names, exactly as it was stored (a fresh copy).
@@ -233,15 +246,15 @@ class TrajectoryStore:
                 ref=str(ref),
             )
         run, seq = match["run"], int(match["seq"])
-        row = self._db.execute("SELECT body FROM messages WHERE run = ? AND seq = ?", (run, seq)).fetchone()
-        if row is None:
-            count = self._db.execute("SELECT COUNT(*) FROM messages WHERE run = ?", (run,)).fetchone()[0]
+        rows = self._rows("SELECT body FROM messages WHERE run = ? AND seq = ?", (run, seq))
+        if not rows:
+            count = self._rows("SELECT COUNT(*) FROM messages WHERE run = ?", (run,))[0][0]
             if count == 0 and run != self.run:
                 runs = ", ".join(self.runs()) or "none"
                 raise ReferenceNotFound(f"no run {run!r} in {self.path!r}; its runs: {runs}", ref=ref)
             held = f"{count} messages ({run}#0 to {run}#{count - 1})" if count else "no messages yet"
             raise ReferenceNotFound(f"no message {ref}: run {run!r} holds {held}", ref=ref)
-        return json.loads(row[0])
+        return json.loads(rows[0][0])
 
     def content(self, ref: str) -> Any:
         """The ``content`` of the message a reference names (the full tool result).
@@ -261,5 +274,5 @@ class TrajectoryStore:
         [{'role': 'user', 'content': 'go', 'step': 0}]
         """
         run = self.run if run is None else run
-        rows = self._db.execute("SELECT body FROM messages WHERE run = ? ORDER BY seq", (run,))
+        rows = self._rows("SELECT body FROM messages WHERE run = ? ORDER BY seq", (run,))
         return [json.loads(body) for (body,) in rows]

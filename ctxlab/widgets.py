@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import math
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -193,6 +194,7 @@ class WindowWidget(ipw.VBox):
         self.picture = ipw.HTML(layout=ipw.Layout(width="auto"))
         self.message_view = ipw.HTML(layout=ipw.Layout(width="auto", flex="1 1 auto"))
         self.current_layout: WindowLayout | None = None
+        self._lock = threading.RLock()
         self._static_id: str | None = None
         self._live_class = f"ctxlab-live-{uuid.uuid4().hex[:12]}"
 
@@ -282,10 +284,20 @@ class WindowWidget(ipw.VBox):
         self.refresh()
 
     def _on_read(self, change: Mapping[str, Any]) -> None:
-        self._show_message()
+        with self._lock:
+            self._show_message()
 
     def refresh(self) -> WindowLayout:
-        """Recompute the layout from the controls and redraw (the controls call this)."""
+        """Recompute the layout from the controls and redraw (the controls call this).
+
+        Jupyter may call this from a thread of its own when a control moves (ipykernel 7 runs
+        widget callbacks off the main thread), while a cell runs on the main one: one refresh
+        at a time, so a layout and its picture always belong together.
+        """
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> WindowLayout:
         label = self.policy.value
         chosen = self.policies[label]
         self.current_layout = self.replay.layout(
@@ -317,7 +329,7 @@ class WindowWidget(ipw.VBox):
         self.message_view.value = (
             f'<div style="font-size:12px"><b>#{index}</b> · {html.escape(str(message.get("role")))} · '
             f"{where} · {tokens:,} tokens · <b>{html.escape(state)}</b></div>"
-            f'<pre style="white-space:pre-wrap;max-height:220px;overflow:auto;margin:4px 0;'
+            f'<pre style="white-space:pre-wrap;word-break:normal;overflow-wrap:break-word;max-height:220px;overflow:auto;margin:4px 0;'
             f'padding:6px;background:#f6f8fa;border-radius:4px;font-size:11px">'
             f"{html.escape(text[:READ_CHARS] + cut)}</pre>"
         )

@@ -409,3 +409,124 @@ def test_describe_is_a_readable_summary():
     text = REPLAY.layout(40, budget(), policy=None).describe()
     assert text.splitlines()[0] == "Context window: 16,000 tokens; research; lap 40 of 40; policy keep everything"
     assert "OVER BUDGET by" in text and "prompt: 81 of 81 messages kept, 0 dropped" in text
+
+
+def _style(attrs):
+    return dict(part.split(":", 1) for part in attrs["style"].split(";") if ":" in part)
+
+
+def _cells(html):
+    """(attributes, inner HTML) of each segment of the bar."""
+    import re
+
+    found = []
+    for match in re.finditer(r'<div class="ctxlab-segment"([^>]*)>(.*?)</div>', html):
+        attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', match.group(1)))
+        found.append((attrs, match.group(2)))
+    return found
+
+
+@given(lap=st.integers(1, REPLAY.laps), window=st.integers(4_001, 60_000), reserve=st.integers(0, 4_000))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_bar_is_to_scale_over_budget_or_not(lap, window, reserve):
+    view = REPLAY.layout(lap, budget(window, reserve), policy=None)
+    html = render_layout_html(view)
+    scale = max(view.window, view.used)
+    cells = _cells(html)
+    shares = {a["data-segment"]: float(_style(a)["flex-basis"].rstrip("%")) for a, _ in cells}
+    for name, share in shares.items():
+        assert share == pytest.approx(100 * view.tokens(name) / scale, abs=1e-3), name
+        assert _style(next(a for a, _ in cells if a["data-segment"] == name))["flex-shrink"] == "0"
+    assert sum(shares.values()) == pytest.approx(100, abs=0.01)
+    if reserve:
+        assert shares["reserved output"] > 0, "the reserved output keeps its width, over budget too"
+    overflow = [a for t, a in parse(html).tags if a.get("class") == "ctxlab-overflow"]
+    if view.over_budget:
+        (hatch,) = overflow
+        edge = float(_style(hatch)["left"].rstrip("%"))
+        assert edge == pytest.approx(100 * view.window / scale, abs=1e-3)
+        # a see-through hatch: what lies past the edge is still drawn, in its own colours
+        assert "rgba(" in hatch["style"] and "pointer-events:none" in hatch["style"]
+        assert f"+{-view.free:,}" in html.split('class="ctxlab-overflow-label"')[1].split("</span>")[0]
+    else:
+        assert not overflow and "ctxlab-overflow-label" not in html
+
+
+def test_a_narrow_segment_is_named_and_a_wide_one_says_its_number():
+    view = REPLAY.layout(40, budget(16_000, 2_000), policy=None)  # reserved output: 4% of the bar
+    cells = {a["data-segment"]: (float(_style(a)["flex-basis"].rstrip("%")), inner) for a, inner in _cells(render_layout_html(view))}
+    from ctxlab.layout_html import SHORT_NAMES
+
+    for name, (share, inner) in cells.items():
+        if share >= 11:
+            assert inner.startswith(name) and f"{view.tokens(name):,}" in inner
+        elif share >= 2.2:
+            assert inner.startswith(SHORT_NAMES[name]), f"{name} ({share:.1f}% of the bar) shows {inner!r}"
+    assert 2.2 <= cells["reserved output"][0] < 11, "the example has a narrow segment"
+
+
+@pytest.mark.parametrize("lap", [1, 12, 40])
+def test_the_widget_and_the_lessons_growth_numbers_agree_about_a_lap(lap):
+    """What lesson 01 plots for lap k (ctxlab.context_per_lap) is what the widget shows at lap k."""
+    per_lap = ctxlab.context_per_lap(RESEARCH, RESEARCH_TOOLS)
+    view = REPLAY.layout(lap, budget(), policy=None)
+    assert view.prompt_tokens == per_lap[lap - 1]
+    last_call = ctxlab.model_calls(RESEARCH)[lap - 1]
+    assert view.tokens("history") == sum(ctxlab.count_message(m) for m in RESEARCH[1:last_call])
+
+
+# --- the lessons' plots ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pyplot():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+def test_a_named_growth_series_is_in_the_legend_even_alone(pyplot):
+    from ctxlab.plots import plot_growth
+
+    fig = plot_growth({"keep everything": ctxlab.context_per_lap(RESEARCH, RESEARCH_TOOLS)})
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["keep everything"]
+    assert plot_growth([1, 2, 3]).axes[0].get_legend() is None, "an unnamed series needs no legend"
+
+
+def _replays():
+    client = ctxlab.OfflineSummariser()
+    small = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
+    policies = [ctxlab.KeepEverything(), ctxlab.TruncateOldest(), ctxlab.Summarise(client), ctxlab.Assemble(client)]
+    return [ctxlab.replay("research", p, budget=small) for p in policies]
+
+
+def _overlaps(one, other):
+    return one.x0 < other.x1 and other.x0 < one.x1 and one.y0 < other.y1 and other.y0 < one.y1
+
+
+def test_replay_and_survival_legends_cover_no_panel_and_explain_every_colour(pyplot):
+    from ctxlab.plots import SURVIVAL_COLOURS, plot_probe_survival, plot_replay
+
+    runs = _replays()
+    for fig in (plot_replay(runs, title="Four policies"), plot_probe_survival(runs, title="Facts, lap by lap")):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        (legend,) = fig.legends
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            assert ax.get_legend() is None
+            assert not _overlaps(box, ax.get_tightbbox(renderer)), f"the legend covers {ax.get_title()!r}"
+        title = fig._suptitle.get_window_extent(renderer)
+        assert not any(_overlaps(title, ax.get_tightbbox(renderer)) for ax in fig.axes), "the title covers a panel"
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert sorted(labels) == sorted(SURVIVAL_COLOURS) and "#ffffff" in SURVIVAL_COLOURS.values()
+    replay_fig = plot_replay(runs)
+    replay_fig.canvas.draw()
+    assert [t.get_text() for t in replay_fig.legends[0].get_texts()] == [r.policy for r in runs]
+    limit = next(t for t in replay_fig.axes[0].texts if t.get_text().startswith("input limit"))
+    lines = replay_fig.axes[0].get_lines()
+    assert limit.get_text() == f"input limit {runs[0].input_limit:,}" and lines

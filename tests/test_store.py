@@ -120,3 +120,48 @@ def test_every_reference_resolves_to_what_was_stored(batch, results):
         for message in tools:
             assert store.content(store.ref_for(message["tool_call_id"])) == message["content"]
         assert store.load() == stored
+
+
+def _in_thread(work):
+    """Run ``work`` on a new thread (as Jupyter runs a widget's callbacks); return or raise its result."""
+    import threading
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as err:  # handed back to the test's thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_a_store_made_in_one_thread_works_in_another(tmp_path, where):
+    path = ":memory:" if where == "memory" else tmp_path / "t.sqlite3"
+    refund = ctxlab.load_transcript("refund")
+    with ctxlab.TrajectoryStore(path, run="refund") as store:
+        refs = store.extend(refund[:3])
+        assert _in_thread(lambda: store.resolve(refs[1])) == refund[1]
+        assert _in_thread(lambda: store.extend(refund[3:])) == [f"refund#{i}" for i in range(3, len(refund))]
+        assert _in_thread(store.load) == store.load() == refund
+        assert _in_thread(lambda: len(store)) == len(refund)
+
+
+def test_threads_appending_at_once_get_distinct_consecutive_references():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ctxlab.TrajectoryStore(run="busy") as store:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            refs = list(pool.map(lambda k: store.append({"role": "user", "content": f"m{k}"}), range(200)))
+        assert sorted(refs, key=lambda r: int(r.split("#")[1])) == [f"busy#{k}" for k in range(200)]
+        assert sorted(m["content"] for m in store.load()) == sorted(f"m{k}" for k in range(200))
+        with ThreadPoolExecutor(max_workers=4) as pool:  # the same result saved at once: stored once
+            saved = set(pool.map(lambda _: store.save_result(result("c7", "page")), range(40)))
+        assert saved == {"busy#200"} and len(store) == 201

@@ -238,3 +238,60 @@ def test_the_lesson_widget_works_in_a_blank_learner_notebook(monkeypatch, tmp_pa
     assert 'data-policy="keep everything"' in html and 'data-over-budget="true"' in html
     assert "ContextBudget.history_allowance is not written yet" in html
     assert json.dumps(cell.outputs).count("application/vnd.jupyter.widget-view+json") == 1
+
+
+def _on_another_thread(work):
+    """Run ``work`` on a new thread, as ipykernel 7 runs a widget's callbacks; re-raise its error."""
+    import threading
+
+    errors = []
+
+    def run():
+        try:
+            work()
+        except BaseException as err:  # handed back to the test's thread
+            errors.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the callback did not finish"
+    if errors:
+        raise errors[0]
+
+
+def test_controls_moved_from_another_thread_use_state_made_on_this_one():
+    """Lesson 05's widget: a policy writing to a store made in the notebook's thread."""
+    store = ctxlab.TrajectoryStore(run="coding")  # made here, used by the callbacks' thread
+
+    def tiers_then_fit(history, allowance, step, count):
+        view = ctxlab.compress_history(history, step, keep_full_for=2, compress_after=6, max_chars=1_000, store=store)
+        return ctxlab.fit(view, allowance, count=count)
+
+    w = WindowWidget("coding", policy={"tiers + fit": tiers_then_fit}, window=16_000, reserve_output=2_000)
+    assert w.current_layout.policy_status == "ok", w.current_layout.problems
+    seen = []
+
+    def move():
+        for lap in (3, w.replay.laps, 8):
+            w.lap.value = lap
+            seen.append((w.current_layout.lap, w.current_layout.policy_status, w.current_layout.problems))
+        w.policy.value = "ctxlab.fit"
+        w.policy.value = "tiers + fit"
+        seen.append((w.current_layout.lap, w.current_layout.policy_status, w.current_layout.problems))
+
+    _on_another_thread(move)
+    assert seen == [(3, "ok", ()), (w.replay.laps, "ok", ()), (8, "ok", ()), (8, "ok", ())]
+    assert any(b.compressed for b in w.current_layout.blocks) and len(store) > 0
+    assert w.picture.value == render_layout_html(reference(w))
+    store.close()
+
+
+def test_refreshes_from_two_threads_at_once_leave_a_consistent_picture():
+    from concurrent.futures import ThreadPoolExecutor
+
+    w = WindowWidget("research", window=16_000, reserve_output=2_000)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda lap: setattr(w.lap, "value", lap), [5, 30, 12, 40, 7, 21]))
+    assert w.picture.value == render_layout_html(w.current_layout)
+    assert w.current_layout.lap == w.lap.value
