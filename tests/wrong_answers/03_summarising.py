@@ -1,82 +1,409 @@
-"""Known wrong answers for lesson 03-summarising; each must fail the named tests when graded."""
+"""Known wrong answers for lesson 03-summarising; each must fail the named tests when graded.
+
+Each one breaks one rule of an exercise (``RULES`` below says which rule, and which test cell
+checks it). They are written from the solution by replacing one marked piece of it.
+"""
+
+
+def variant(template: str, defaults: dict[str, str], changes: dict[str, str]) -> str:
+    """``template`` with each ``<NAME>`` slot replaced by ``changes[NAME]``, else ``defaults[NAME]``."""
+    unknown = set(changes) - set(defaults)
+    assert not unknown, f"no such slot: {sorted(unknown)}"
+    text = template
+    for name, value in {**defaults, **changes}.items():
+        text = text.replace(f"<{name}>", value)
+    return text
+
+# --- Exercise 1: render_steps -------------------------------------------------------------------
+
+RENDER_STEPS = '''
+def render_steps(messages):
+    tool_names = {call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
+    lines = []
+    for message in messages:
+        lap = <LAP>
+        text = (message.get("content") or "").strip()
+        if message["role"] == "tool":
+            call_id = message["tool_call_id"]
+            how = ctxlab.failure_of(text)
+            status = <STATUS>
+            lines.append(f"{lap} tool {<TOOL>} (id {call_id}) {status}")
+            <RESULT>
+            continue
+        <SKIP>
+        if <HAS_TEXT>:
+            first, *rest = text.splitlines() or [""]
+            lines.append(f"{lap} <ROLE>{first}")
+            <REST>
+        for call in <CALLS>:
+            function = call["function"]
+            lines.append(f"{lap} {message['role']} called {function['name']}<ARGUMENTS><ID>")
+    return "\\n".join(lines)
+'''
+RENDER_SLOTS = dict(
+    LAP="f\"[lap {message.get('step', '?')}]\"",
+    STATUS='f"FAILED: {how}" if how else "returned:"',
+    TOOL="tool_names.get(call_id, 'unknown_tool')",
+    RESULT='lines += ["    " + line for line in text.splitlines()]',
+    SKIP="",
+    HAS_TEXT="text",
+    ROLE="{message['role']}: ",
+    REST='lines += ["    " + line for line in rest]',
+    CALLS='message.get("tool_calls") or []',
+    ARGUMENTS=" {function['arguments']}",
+    ID=" (id {call['id']})",
+)
+
+# --- Exercise 2: compaction_prompt --------------------------------------------------------------
+
+COMPACTION_PROMPT = '''
+def compaction_prompt(steps_text, prior_summary=None):
+    instructions = (
+        "These agent steps are being removed from the agent's context; your summary is all it keeps.\\n"
+        <BULLETS>
+        <FACTS>
+        <DECISIONS>
+        <FAILURES>
+        "USER INSTRUCTIONS: every instruction or constraint from the user, word for word.\\n"
+        <QUESTIONS>
+    )
+    parts = [instructions]
+    if <HAS_PRIOR>:
+        parts.append(<PRIOR_BLOCK>)
+    parts.append(<STEPS>)
+    return "\\n\\n".join(<ORDER>)
+'''
+PROMPT_SLOTS = dict(
+    BULLETS='"Write terse bullet points, one line each, under these headings:\\n"',
+    FACTS='"FACTS: every fact established, tagged with the tool (its source) and the lap.\\n"',
+    DECISIONS='"DECISIONS: every decision the agent made, and its reason.\\n"',
+    FAILURES='"FAILURES: every tool call that failed, with its arguments and how it failed, in the error\'s own words.\\n"',
+    QUESTIONS='"OPEN QUESTIONS: what is still unknown or still to do."',
+    HAS_PRIOR="prior_summary",
+    PRIOR_BLOCK='"PREVIOUS SUMMARY: fold the new steps into it and return ONE updated summary.\\n"'
+    ' f"{prior_summary}\\nEND OF PREVIOUS SUMMARY"',
+    STEPS='f"STEPS TO FOLD IN:\\n{steps_text}"',
+    ORDER="parts",
+)
+
+# --- Exercise 3: compact ------------------------------------------------------------------------
 
 COMPACT = '''
 def compact(client, dropped, prior_summary=None, *, model=None):
-    if not dropped:
-        return prior_summary or ""
-    prompt = compaction_prompt(ctxlab.render_steps(dropped){prior})
-    reply = client.chat.completions.create(
-        model=model or ctxlab.summary_model(),
-        messages=[{{"role": "user", "content": prompt}}],
-        temperature={temperature},
+    <EMPTY>
+    prompt = ctxlab.compaction_prompt(<STEPS>, <PRIOR>)
+    reply = <CLIENT>.chat.completions.create(
+        model=<MODEL>,
+        messages=<MESSAGES>,
+        <TEMPERATURE>
     )
-    return reply.choices[0].message.content.strip()
+    return <REPLY>
 '''
+COMPACT_SLOTS = dict(
+    EMPTY='if not dropped:\n        return prior_summary or ""',
+    STEPS="ctxlab.render_steps(dropped)",
+    PRIOR="prior_summary",
+    CLIENT="client",
+    MODEL="model or ctxlab.summary_model()",
+    MESSAGES='[{"role": "user", "content": prompt}]',
+    TEMPERATURE="temperature=0,",
+    REPLY="reply.choices[0].message.content.strip()",
+)
+
+# --- Exercise 4: trim_and_summarise -------------------------------------------------------------
 
 TRIM_AND_SUMMARISE = '''
 def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
-{take_out}
-    if tokens(messages) <= allowance:
+    <TAKE_OUT>
+    if <FITS>:
         return list(messages)
-    kept, dropped = ctxlab.fit(rest, {room}, keep_recent=keep_recent)
-    summary = compact(client, dropped, prior)
-    steps = [m["step"] for m in dropped if "step" in m]
-    message = ctxlab.summary_message(summary, step=max(steps) if steps else None)
+    prior = <PRIOR>
+    kept, dropped = ctxlab.fit(rest, <ROOM>, keep_recent=<KEEP_RECENT>)
+    summary = ctxlab.compact(<CLIENT>, <DROPPED>, prior)
+    steps = [m["step"] for m in old + dropped if "step" in m]
+    message = ctxlab.summary_message(summary, step=<STEP>)
+    <CHECK>
     head = 0
     while head < len(kept) and kept[head]["role"] in ("system", "developer"):
         head += 1
     if head < len(kept) and kept[head]["role"] == "user":
         head += 1
+    <HEAD>
     return kept[:head] + [message] + kept[head:]
 '''
-TAKE_OUT = """    old = [m for m in messages if ctxlab.is_summary(m)]
-    rest = [m for m in messages if not ctxlab.is_summary(m)]
-    prior = "\\n".join(ctxlab.summary_text(m) for m in old) or None"""
-LEAVE_IN = """    rest = list(messages)  # earlier summaries stay where they are
-    prior = None"""
+TAS_SLOTS = dict(
+    TAKE_OUT="old = [m for m in messages if ctxlab.is_summary(m)]\n"
+    "    rest = [m for m in messages if not ctxlab.is_summary(m)]",
+    FITS="len(old) <= 1 and tokens(messages) <= allowance",
+    PRIOR='"\\n".join(ctxlab.summary_text(m) for m in old) or None',
+    ROOM="allowance - reserve",
+    KEEP_RECENT="keep_recent",
+    CLIENT="client",
+    DROPPED="dropped",
+    STEP="max(steps) if steps else None",
+    CHECK="if tokens(kept) + ctxlab.count_message(message) > allowance:\n"
+    '        raise ctxlab.BudgetError(f"the summary does not fit in the allowance of {allowance}; raise reserve")',
+    HEAD="",
+)
+
+
+def render(**changes: str) -> str:
+    return variant(RENDER_STEPS, RENDER_SLOTS, changes)
+
+
+def prompt(**changes: str) -> str:
+    return variant(COMPACTION_PROMPT, PROMPT_SLOTS, changes)
+
+
+def compact(**changes: str) -> str:
+    return variant(COMPACT, COMPACT_SLOTS, changes)
+
+
+def tas(**changes: str) -> str:
+    return variant(TRIM_AND_SUMMARISE, TAS_SLOTS, changes)
+
 
 WRONG_ANSWERS = [
-    dict(
-        name="stacks-summaries",
-        cell="trim-and-summarise",
-        source=TRIM_AND_SUMMARISE.format(take_out=LEAVE_IN, room="allowance - reserve"),
-        fails=["tas-exactly-one-summary"],
-    ),
-    dict(
-        name="summary-not-counted-in-the-budget",
-        cell="trim-and-summarise",
-        source=TRIM_AND_SUMMARISE.format(take_out=TAKE_OUT, room="allowance"),
-        fails=["tas-summary-counted"],
-    ),
-    dict(
-        name="forgets-the-prior-summary",
-        cell="compact-summaries",
-        source=COMPACT.format(prior="", temperature=0),
-        fails=["compact-folds-the-prior"],
-    ),
-    dict(
-        name="non-zero-temperature",
-        cell="compact-summaries",
-        source=COMPACT.format(prior=", prior_summary", temperature=0.7),
-        fails=["compact-temperature-zero"],
-    ),
-    dict(
-        name="prompt-omits-failures",
-        cell="compaction-prompt",
-        source='''
-def compaction_prompt(steps_text, prior_summary=None):
-    instructions = (
-        "Summarise these agent steps for the agent, as terse bullet points:\\n"
-        "FACTS: every fact established, with the tool (its source) and the lap.\\n"
-        "DECISIONS: every decision and its reason.\\n"
-        "OPEN QUESTIONS: what is still unknown."
-    )
-    parts = [instructions]
-    if prior_summary:
-        parts.append(f"PREVIOUS SUMMARY: update it.\\n{prior_summary}\\nEND OF PREVIOUS SUMMARY")
-    parts.append(f"STEPS TO FOLD IN:\\n{steps_text}")
-    return "\\n\\n".join(parts)
-''',
-        fails=["compaction-prompt-asks-for-failures"],
-    ),
+    # render_steps
+    dict(name="lap-none-without-step", cell="render-steps", source=render(LAP="f\"[lap {message.get('step')}]\""),
+         fails=["render-steps-missing-step"]),
+    dict(name="keyerror-without-step", cell="render-steps", source=render(LAP="f\"[lap {message['step']}]\""),
+         fails=["render-steps-missing-step"]),
+    dict(name="role-not-named", cell="render-steps", source=render(ROLE=""),
+         fails=["render-steps-visible", "render-steps-laps-and-roles"]),
+    dict(name="skips-system-messages", cell="render-steps",
+         source=render(SKIP='if message["role"] == "system":\n            continue'),
+         fails=["render-steps-laps-and-roles"]),
+    dict(name="text-first-line-only", cell="render-steps", source=render(REST="pass"),
+         fails=["render-steps-laps-and-roles"]),
+    dict(name="empty-text-entry-for-calls", cell="render-steps", source=render(HAS_TEXT="True"),
+         fails=["render-steps-one-entry-each"]),
+    dict(name="only-the-first-parallel-call", cell="render-steps", source=render(CALLS='(message.get("tool_calls") or [])[:1]'),
+         fails=["render-steps-every-call"]),
+    dict(name="call-without-arguments", cell="render-steps", source=render(ARGUMENTS=""),
+         fails=["render-steps-every-call", "render-steps-visible"]),
+    dict(name="call-without-id", cell="render-steps", source=render(ID=""),
+         fails=["render-steps-every-call"]),
+    dict(name="result-names-no-tool", cell="render-steps", source=render(TOOL="message.get('name')"),
+         fails=["render-steps-results-in-full", "render-steps-failures-marked", "render-steps-success-not-failed"]),
+    dict(name="results-clipped", cell="render-steps",
+         source=render(RESULT='lines += ["    " + line for line in text.splitlines()[:10]]'),
+         fails=["render-steps-results-in-full"]),
+    dict(name="results-not-indented", cell="render-steps", source=render(RESULT="lines += text.splitlines()"),
+         fails=["render-steps-results-in-full"]),
+    dict(name="failed-without-how", cell="render-steps", source=render(STATUS='"FAILED" if how else "returned:"'),
+         fails=["render-steps-failures-marked"]),
+    dict(name="error-key-means-failed", cell="render-steps",
+         source=render(STATUS='f"FAILED: {how}" if \'"error"\' in text else "returned:"'),
+         fails=["render-steps-success-not-failed"]),
+    dict(name="failed-result-body-dropped", cell="render-steps",
+         source=render(RESULT='lines += [] if how else ["    " + line for line in text.splitlines()]'),
+         fails=["render-steps-failures-marked"]),
+    # compaction_prompt
+    dict(name="prompt-omits-failures", cell="compaction-prompt", source=prompt(FAILURES='""'),
+         fails=["compaction-prompt-visible", "compaction-prompt-asks-for-failures"]),
+    dict(name="failures-without-how", cell="compaction-prompt",
+         source=prompt(FAILURES='"FAILURES: every tool call that failed.\\n"'),
+         fails=["compaction-prompt-asks-for-failures"]),
+    dict(name="facts-without-sources", cell="compaction-prompt", source=prompt(FACTS='"FACTS: every fact established.\\n"'),
+         fails=["compaction-prompt-facts-with-sources"]),
+    dict(name="decisions-without-reasons", cell="compaction-prompt",
+         source=prompt(DECISIONS='"DECISIONS: every decision the agent made.\\n"'),
+         fails=["compaction-prompt-decisions-with-reasons"]),
+    dict(name="prompt-omits-open-questions", cell="compaction-prompt", source=prompt(QUESTIONS='""'),
+         fails=["compaction-prompt-visible"]),
+    dict(name="asks-for-prose", cell="compaction-prompt",
+         source=prompt(BULLETS='"Write a clear, well-organised account of these steps, with these parts:\\n"'),
+         fails=["compaction-prompt-terse-bullets"]),
+    dict(name="steps-heading-missing", cell="compaction-prompt", source=prompt(STEPS='f"STEPS:\\n{steps_text}"'),
+         fails=["compaction-prompt-visible", "compaction-prompt-rolls-up-the-prior"]),
+    dict(name="previous-summary-block-always", cell="compaction-prompt", source=prompt(HAS_PRIOR="True"),
+         fails=["compaction-prompt-visible"]),
+    dict(name="prior-after-the-steps", cell="compaction-prompt", source=prompt(ORDER="[parts[0], *parts[2:], *parts[1:2]]"),
+         fails=["compaction-prompt-rolls-up-the-prior"]),
+    dict(name="prior-on-the-heading-line", cell="compaction-prompt",
+         source=prompt(PRIOR_BLOCK='f"PREVIOUS SUMMARY: {prior_summary}\\nFold the new steps into it and return ONE updated '
+                       'summary.\\nEND OF PREVIOUS SUMMARY"'),
+         fails=["compaction-prompt-rolls-up-the-prior"]),
+    dict(name="prior-without-end-marker", cell="compaction-prompt",
+         source=prompt(PRIOR_BLOCK='f"PREVIOUS SUMMARY: fold the new steps into it and return ONE updated summary.\\n{prior_summary}"'),
+         fails=["compaction-prompt-rolls-up-the-prior"]),
+    dict(name="no-roll-up-instruction", cell="compaction-prompt",
+         source=prompt(PRIOR_BLOCK='f"PREVIOUS SUMMARY:\\n{prior_summary}\\nEND OF PREVIOUS SUMMARY"'),
+         fails=["compaction-prompt-asks-for-one-summary"]),
+    dict(name="empty-prior-gives-a-block", cell="compaction-prompt", source=prompt(HAS_PRIOR="prior_summary is not None"),
+         fails=["compaction-prompt-empty-prior"]),
+    # compact
+    dict(name="non-zero-temperature", cell="compact-summaries", source=compact(TEMPERATURE="temperature=0.7,"),
+         fails=["compact-temperature-zero"]),
+    dict(name="temperature-left-to-the-server", cell="compact-summaries", source=compact(TEMPERATURE=""),
+         fails=["compact-temperature-zero"]),
+    dict(name="forgets-the-prior-summary", cell="compact-summaries", source=compact(PRIOR="None"),
+         fails=["compact-folds-the-prior"]),
+    dict(name="prompt-as-system-message", cell="compact-summaries",
+         source=compact(MESSAGES='[{"role": "system", "content": prompt}]'),
+         fails=["compact-one-user-message"]),
+    dict(name="extra-system-message", cell="compact-summaries",
+         source=compact(MESSAGES='[{"role": "system", "content": "You summarise agent steps."}, {"role": "user", "content": prompt}]'),
+         fails=["compact-one-user-message"]),
+    dict(name="steps-as-json-not-rendered", cell="compact-summaries", source=compact(STEPS="json.dumps(dropped)"),
+         fails=["compact-one-user-message", "compact-folds-the-prior"]),
+    dict(name="compact-ignores-the-given-client", cell="compact-summaries", source=compact(CLIENT="ctxlab.get_client()"),
+         fails=["compact-visible"]),
+    dict(name="ignores-the-model-argument", cell="compact-summaries", source=compact(MODEL="ctxlab.summary_model()"),
+         fails=["compact-model"]),
+    dict(name="hard-coded-default-model", cell="compact-summaries", source=compact(MODEL='model or "gpt-4o"'),
+         fails=["compact-model"]),
+    dict(name="reply-not-stripped", cell="compact-summaries", source=compact(REPLY="reply.choices[0].message.content"),
+         fails=["compact-reply-stripped"]),
+    dict(name="calls-with-nothing-dropped", cell="compact-summaries", source=compact(EMPTY="pass"),
+         fails=["compact-nothing-dropped"]),
+    dict(name="none-when-nothing-dropped", cell="compact-summaries",
+         source=compact(EMPTY="if not dropped:\n        return prior_summary"),
+         fails=["compact-nothing-dropped"]),
+    dict(name="nothing-dropped-loses-the-prior", cell="compact-summaries",
+         source=compact(EMPTY='if not dropped:\n        return ""'),
+         fails=["compact-nothing-dropped"]),
+    # trim_and_summarise
+    dict(name="stacks-summaries", cell="trim-and-summarise",
+         source=tas(TAKE_OUT="old = []\n    rest = list(messages)  # earlier summaries stay where they are",
+                    FITS="tokens(messages) <= allowance"),
+         fails=["tas-exactly-one-summary", "tas-rolls-up-the-prior"]),
+    dict(name="summary-not-counted-in-the-budget", cell="trim-and-summarise", source=tas(ROOM="allowance", CHECK=""),
+         fails=["tas-summary-counted"]),
+    dict(name="never-checks-the-total", cell="trim-and-summarise", source=tas(CHECK=""),
+         fails=["tas-summary-too-big-raises"]),
+    dict(name="drops-the-old-summary-unread", cell="trim-and-summarise", source=tas(PRIOR="None"),
+         fails=["tas-rolls-up-the-prior"]),
+    dict(name="keeps-only-the-first-summary", cell="trim-and-summarise",
+         source=tas(PRIOR="ctxlab.summary_text(old[0]) if old else None"),
+         fails=["tas-several-summaries-rolled-into-one"]),
+    dict(name="unchanged-with-two-summaries", cell="trim-and-summarise", source=tas(FITS="tokens(messages) <= allowance"),
+         fails=["tas-several-summaries-rolled-into-one"]),
+    dict(name="strict-fit-check", cell="trim-and-summarise", source=tas(FITS="len(old) <= 1 and tokens(messages) < allowance"),
+         fails=["tas-unchanged-when-it-fits"]),
+    dict(name="summarises-even-when-it-fits", cell="trim-and-summarise", source=tas(FITS="False"),
+         fails=["tas-unchanged-when-it-fits"]),
+    dict(name="ignores-reserve", cell="trim-and-summarise", source=tas(ROOM="allowance - 1_000"),
+         fails=["tas-reserve"]),
+    dict(name="ignores-keep-recent", cell="trim-and-summarise", source=tas(KEEP_RECENT="1"),
+         fails=["tas-keep-recent"]),
+    dict(name="summarises-the-whole-history", cell="trim-and-summarise", source=tas(DROPPED="rest"),
+         fails=["tas-summarises-what-was-dropped"]),
+    dict(name="summarises-with-another-client", cell="trim-and-summarise", source=tas(CLIENT="ctxlab.get_client()"),
+         fails=["tas-summarises-what-was-dropped"]),
+    dict(name="summary-without-step", cell="trim-and-summarise", source=tas(STEP="None"),
+         fails=["tas-summarises-what-was-dropped"]),
+    dict(name="summary-step-of-the-oldest", cell="trim-and-summarise", source=tas(STEP="min(steps) if steps else None"),
+         fails=["tas-summarises-what-was-dropped"]),
+    dict(name="summary-right-after-the-system-prompt", cell="trim-and-summarise", source=tas(HEAD="head = 1"),
+         fails=["tas-visible", "tas-summary-placement"]),
+    dict(name="summary-at-a-fixed-index", cell="trim-and-summarise", source=tas(HEAD="head = 2"),
+         fails=["tas-summary-placement"]),
+    dict(name="summary-appended-at-the-end", cell="trim-and-summarise", source=tas(HEAD="head = len(kept)"),
+         fails=["tas-visible", "tas-summary-placement"]),
+]
+
+RULES = [
+    # render_steps
+    dict(rule="each entry starts with [lap N], N the message's step", test="render-steps-visible", wrong="role-not-named"),
+    dict(rule='a message without a step is lap "?" (no "None", no KeyError)', test="render-steps-missing-step",
+         wrong="lap-none-without-step"),
+    dict(rule="the step is read with .get: a missing step does not raise", test="render-steps-missing-step",
+         wrong="keyerror-without-step"),
+    dict(rule="a text entry names who spoke: [lap N] ROLE: TEXT", test="render-steps-laps-and-roles", wrong="role-not-named"),
+    dict(rule="system text is rendered too", test="render-steps-laps-and-roles", wrong="skips-system-messages"),
+    dict(rule="texts are rendered in full, later lines indented", test="render-steps-laps-and-roles",
+         wrong="text-first-line-only"),
+    dict(rule="a message without text gets no text entry (one entry per text, call and result)",
+         test="render-steps-one-entry-each", wrong="empty-text-entry-for-calls"),
+    dict(rule="every call of a parallel group has its own entry", test="render-steps-every-call",
+         wrong="only-the-first-parallel-call"),
+    dict(rule="a call's entry shows its arguments", test="render-steps-every-call", wrong="call-without-arguments"),
+    dict(rule="a call's entry ends with (id CALL_ID)", test="render-steps-every-call", wrong="call-without-id"),
+    dict(rule="a result's entry names the tool of the call it answers", test="render-steps-results-in-full",
+         wrong="result-names-no-tool"),
+    dict(rule="a result follows in full", test="render-steps-results-in-full", wrong="results-clipped"),
+    dict(rule="a result's lines are indented by four spaces", test="render-steps-results-in-full",
+         wrong="results-not-indented"),
+    dict(rule="a failed result is marked FAILED: HOW, HOW from ctxlab.failure_of", test="render-steps-failures-marked",
+         wrong="failed-without-how"),
+    dict(rule="a failed result still follows in full", test="render-steps-failures-marked",
+         wrong="failed-result-body-dropped"),
+    dict(rule='a successful result is "returned:", even with "error": null', test="render-steps-success-not-failed",
+         wrong="error-key-means-failed"),
+    # compaction_prompt
+    dict(rule="the prompt asks for the tools that failed", test="compaction-prompt-visible", wrong="prompt-omits-failures"),
+    dict(rule="the prompt asks how each tool failed", test="compaction-prompt-asks-for-failures",
+         wrong="failures-without-how"),
+    dict(rule="the prompt asks for facts with their source tool", test="compaction-prompt-facts-with-sources",
+         wrong="facts-without-sources"),
+    dict(rule="the prompt asks for decisions with their reasons", test="compaction-prompt-decisions-with-reasons",
+         wrong="decisions-without-reasons"),
+    dict(rule="the prompt asks for open questions", test="compaction-prompt-visible", wrong="prompt-omits-open-questions"),
+    dict(rule="the prompt asks for terse bullets", test="compaction-prompt-terse-bullets", wrong="asks-for-prose"),
+    dict(rule='the prompt ends with "STEPS TO FOLD IN:" and the steps on the next line', test="compaction-prompt-visible",
+         wrong="steps-heading-missing"),
+    dict(rule="no PREVIOUS SUMMARY block without a previous summary", test="compaction-prompt-visible",
+         wrong="previous-summary-block-always"),
+    dict(rule="an empty previous summary is none: no block", test="compaction-prompt-empty-prior",
+         wrong="empty-prior-gives-a-block"),
+    dict(rule="the previous summary comes before the steps", test="compaction-prompt-rolls-up-the-prior",
+         wrong="prior-after-the-steps"),
+    dict(rule="the previous summary starts on the line after its heading", test="compaction-prompt-rolls-up-the-prior",
+         wrong="prior-on-the-heading-line"),
+    dict(rule='the previous summary is closed by "END OF PREVIOUS SUMMARY"', test="compaction-prompt-rolls-up-the-prior",
+         wrong="prior-without-end-marker"),
+    dict(rule="the PREVIOUS SUMMARY line asks to fold the steps in and return ONE summary",
+         test="compaction-prompt-asks-for-one-summary", wrong="no-roll-up-instruction"),
+    # compact
+    dict(rule="the request asks for temperature 0", test="compact-temperature-zero", wrong="non-zero-temperature"),
+    dict(rule="the temperature is given, not left to the server's default", test="compact-temperature-zero",
+         wrong="temperature-left-to-the-server"),
+    dict(rule="the request is one message", test="compact-one-user-message", wrong="extra-system-message"),
+    dict(rule="that message is a user message", test="compact-one-user-message", wrong="prompt-as-system-message"),
+    dict(rule="the prompt holds the steps rendered with ctxlab.render_steps", test="compact-one-user-message",
+         wrong="steps-as-json-not-rendered"),
+    dict(rule="the previous summary is folded into the request", test="compact-folds-the-prior",
+         wrong="forgets-the-prior-summary"),
+    dict(rule="the request goes through the client given", test="compact-visible", wrong="compact-ignores-the-given-client"),
+    dict(rule="the model given is sent", test="compact-model", wrong="ignores-the-model-argument"),
+    dict(rule="without a model, ctxlab.summary_model() is sent", test="compact-model", wrong="hard-coded-default-model"),
+    dict(rule="the reply's text is returned stripped", test="compact-reply-stripped", wrong="reply-not-stripped"),
+    dict(rule="nothing dropped: no call", test="compact-nothing-dropped", wrong="calls-with-nothing-dropped"),
+    dict(rule='nothing dropped and no previous summary: "" (not None)', test="compact-nothing-dropped",
+         wrong="none-when-nothing-dropped"),
+    dict(rule="nothing dropped: the previous summary comes back", test="compact-nothing-dropped",
+         wrong="nothing-dropped-loses-the-prior"),
+    # trim_and_summarise
+    dict(rule="summary messages are taken out and rolled up, never stacked", test="tas-exactly-one-summary",
+         wrong="stacks-summaries"),
+    dict(rule="the rest is fitted into allowance - reserve: the summary is counted", test="tas-summary-counted",
+         wrong="summary-not-counted-in-the-budget"),
+    dict(rule="a result over the allowance raises ctxlab.BudgetError", test="tas-summary-too-big-raises",
+         wrong="never-checks-the-total"),
+    dict(rule="the old summary's text is the prior summary", test="tas-rolls-up-the-prior",
+         wrong="drops-the-old-summary-unread"),
+    dict(rule="several summaries: their texts joined are the prior summary", test="tas-several-summaries-rolled-into-one",
+         wrong="keeps-only-the-first-summary"),
+    dict(rule="several summaries are rolled into one even when everything fits",
+         test="tas-several-summaries-rolled-into-one", wrong="unchanged-with-two-summaries"),
+    dict(rule="a history that fits exactly (tokens == allowance) comes back unchanged", test="tas-unchanged-when-it-fits",
+         wrong="strict-fit-check"),
+    dict(rule="a history that fits comes back unchanged, without a call", test="tas-unchanged-when-it-fits",
+         wrong="summarises-even-when-it-fits"),
+    dict(rule="the reserve given is used", test="tas-reserve", wrong="ignores-reserve"),
+    dict(rule="keep_recent is passed on to ctxlab.fit", test="tas-keep-recent", wrong="ignores-keep-recent"),
+    dict(rule="the summary is made from what the fit dropped", test="tas-summarises-what-was-dropped",
+         wrong="summarises-the-whole-history"),
+    dict(rule="the summary is made by the client given", test="tas-summarises-what-was-dropped",
+         wrong="summarises-with-another-client"),
+    dict(rule="the summary message has a step", test="tas-summarises-what-was-dropped", wrong="summary-without-step"),
+    dict(rule="its step is the largest step it summarises", test="tas-summarises-what-was-dropped",
+         wrong="summary-step-of-the-oldest"),
+    dict(rule="the summary goes after the system prompt AND the task", test="tas-visible",
+         wrong="summary-right-after-the-system-prompt"),
+    dict(rule="the summary goes after the leading system messages, however many, and the first user message",
+         test="tas-summary-placement", wrong="summary-at-a-fixed-index"),
+    dict(rule="the summary goes near the start, not at the end", test="tas-visible", wrong="summary-appended-at-the-end"),
 ]

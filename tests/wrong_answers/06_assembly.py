@@ -1,91 +1,288 @@
-"""Known wrong answers for lesson 06-assembly; each must fail the named tests when graded."""
+"""Known wrong answers for lesson 06-assembly; each must fail the named tests when graded.
+
+Each one breaks one rule of an exercise (``RULES`` below says which rule, and which test cell
+checks it). They are written from the solution by replacing one marked piece of it.
+"""
+
+
+def variant(template: str, defaults: dict[str, str], changes: dict[str, str]) -> str:
+    """``template`` with each ``<NAME>`` slot replaced by ``changes[NAME]``, else ``defaults[NAME]``."""
+    unknown = set(changes) - set(defaults)
+    assert not unknown, f"no such slot: {sorted(unknown)}"
+    text = template
+    for name, value in {**defaults, **changes}.items():
+        text = text.replace(f"<{name}>", value)
+    return text
+
+
+# --- Exercise 1: build_context ------------------------------------------------------------------
 
 BUILD = '''
 def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
-    log = log if log is not None else MemoryLog()
-    client = client if client is not None else ctxlab.get_client()
+    log = <LOG>
+    client = <CLIENT>
     if step is None:
-        step = max(m.get("step", 0) for m in history)
+        step = <STEP>
     static, rest = history[:1], history[1:]
-    fixed = ctxlab.count_messages(static) + ctxlab.count_tools(tools)
-    pad_message = pad.message(max_tokens=budget.scratchpad_max)
-    allowance = budget.history_allowance(fixed, {pad_tokens})
-    view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000{log_compress})
-    middle = {middle}
-    return {messages}, log
+    fixed = <FIXED>
+    pad_message = <PAD>
+    allowance = budget.history_allowance(fixed, <PAD_TOKENS>)
+    view = <VIEW>
+    middle = <MIDDLE>
+    return <RETURN>
 '''
-PAD_TOKENS = "ctxlab.count_message(pad_message)"
-LOG = ", log=log"
-MIDDLE = "ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, lap=step{log})"
-ORDERED = "ctxlab.strip_course_keys([*static, *middle, pad_message])"
-LOGGED_MIDDLE = MIDDLE.format(log=LOG)
+BUILD_SLOTS = dict(
+    LOG="log if log is not None else MemoryLog()",
+    CLIENT="client if client is not None else ctxlab.get_client()",
+    STEP='max(m.get("step", 0) for m in history)',
+    FIXED="ctxlab.count_messages(static) + ctxlab.count_tools(tools)",
+    PAD="pad.message(max_tokens=budget.scratchpad_max)",
+    PAD_TOKENS="ctxlab.count_message(pad_message)",
+    VIEW="ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)",
+    MIDDLE="ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)",
+    RETURN="ctxlab.strip_course_keys([*static, *middle, pad_message]), log",
+)
 
+# --- Exercise 2: prefix_reuse -------------------------------------------------------------------
 
-def build(pad_tokens=PAD_TOKENS, log_compress=LOG, middle=LOGGED_MIDDLE, messages=ORDERED):
-    return BUILD.format(pad_tokens=pad_tokens, log_compress=log_compress, middle=middle, messages=messages)
-
-
-WRONG_ANSWERS = [
-    dict(
-        name="scratchpad-not-last",
-        cell="build-context",
-        source=build(messages="ctxlab.strip_course_keys([*static, pad_message, *middle])"),
-        fails=["build-context-scratchpad-last"],
-    ),
-    dict(
-        name="system-not-first",
-        cell="build-context",
-        source=build(messages="ctxlab.strip_course_keys([*middle, *static, pad_message])"),
-        fails=["build-context-system-first"],
-    ),
-    dict(
-        name="summary-stacked",
-        cell="build-context",
-        source=build(
-            middle="([ctxlab.summary_message(summary)] if summary else []) + "
-            "ctxlab.trim_and_summarise(view, allowance, client=client, log=log, lap=step)"
-        ),
-        fails=["build-context-summary-rolled-up"],
-    ),
-    dict(
-        name="budget-exceeded-scratchpad-not-counted",
-        cell="build-context",
-        source=build(pad_tokens="0"),
-        fails=["build-context-fits-budget"],
-    ),
-    dict(
-        name="decisions-not-logged",
-        cell="build-context",
-        source=build(log_compress="", middle=MIDDLE.format(log="")),
-        fails=["build-context-logs-decisions"],
-    ),
-    dict(
-        name="course-keys-sent",
-        cell="build-context",
-        source=build(messages="[*static, *middle, pad_message]"),
-        fails=["build-context-api-ready"],
-    ),
-    dict(
-        name="prefix-skips-a-difference",
-        cell="prefix-reuse",
-        source='''
+PREFIX = '''
 def prefix_reuse(previous, current):
     if previous is None:
-        return 0
-    return sum(ctxlab.count_message(new) for old, new in zip(previous, current) if old == new)
-''',
-        fails=["prefix-reuse-stops-at-first-difference"],
-    ),
-    dict(
-        name="bills-only-the-last-lap",
-        cell="policy-row",
-        source='''
+        return <NONE>
+    total = 0
+    for old, new in <PAIRS>:
+        if <DIFFERS>:
+            <ON_DIFFERENCE>
+        total += <COUNT>
+    return <TOTAL>
+'''
+PREFIX_SLOTS = dict(
+    NONE="0",
+    PAIRS="zip(previous, current)",
+    DIFFERS="old != new",
+    ON_DIFFERENCE="break",
+    COUNT="ctxlab.count_message(new)",
+    TOTAL="total",
+)
+
+# --- Exercise 3: policy_row ---------------------------------------------------------------------
+
+ROW = '''
 def policy_row(result):
     tokens = [lap.tokens for lap in result.laps]
-    kept = [n for n in result.probes if result.laps[-1].probes.get(n)]
-    return {"policy": result.policy, "peak tokens": max(tokens), "billed input": tokens[-1],
-            "prefix reused": sum(lap.reused for lap in result.laps) / sum(tokens), "probes kept": kept}
-''',
-        fails=["policy-row-billed-every-lap", "policy-row-probes-kept"],
-    ),
+    kept = []
+    for name in <NAMES>:
+        start = result.first_seen.get(name)
+        later = [lap for lap in result.laps if start is not None and <FROM>]
+        if <KEPT>:
+            kept.append(name)
+    return {
+        "policy": result.policy,
+        "peak tokens": <PEAK>,
+        "billed input": <BILLED>,
+        "prefix reused": <SHARE>,
+        "probes kept": kept,
+    }
+'''
+ROW_SLOTS = dict(
+    NAMES="result.probes",
+    FROM="lap.lap >= start",
+    KEPT="later and all(lap.probes.get(name) for lap in later)",
+    PEAK="max(tokens)",
+    BILLED="sum(tokens)",
+    SHARE="sum(lap.reused for lap in result.laps) / sum(tokens)",
+)
+
+
+def build(**changes: str) -> str:
+    return variant(BUILD, BUILD_SLOTS, changes)
+
+
+def prefix(**changes: str) -> str:
+    return variant(PREFIX, PREFIX_SLOTS, changes)
+
+
+def row(**changes: str) -> str:
+    return variant(ROW, ROW_SLOTS, changes)
+
+
+TRIM = "ctxlab.trim_and_summarise(view, allowance, client=client{prior}{log}{lap})"
+
+WRONG_ANSWERS = [
+    # build_context
+    dict(name="scratchpad-not-last", cell="build-context",
+         source=build(RETURN="ctxlab.strip_course_keys([*static, pad_message, *middle]), log"),
+         fails=["build-context-visible", "build-context-scratchpad-last"]),
+    dict(name="system-not-first", cell="build-context",
+         source=build(RETURN="ctxlab.strip_course_keys([*middle, *static, pad_message]), log"),
+         fails=["build-context-visible", "build-context-system-first"]),
+    dict(name="summary-stacked", cell="build-context",
+         source=build(MIDDLE="([ctxlab.summary_message(summary)] if summary else []) + "
+                      + TRIM.format(prior="", log=", log=log", lap=", lap=step")),
+         fails=["build-context-summary-rolled-up"]),
+    dict(name="forgets-the-previous-summary", cell="build-context",
+         source=build(MIDDLE=TRIM.format(prior="", log=", log=log", lap=", lap=step")),
+         fails=["build-context-summary-rolled-up"]),
+    dict(name="tool-schemas-not-counted", cell="build-context", source=build(FIXED="ctxlab.count_messages(static)"),
+         fails=["build-context-allowance", "build-context-fits-budget"]),
+    dict(name="reply-priming-not-counted", cell="build-context",
+         source=build(FIXED="ctxlab.count_message(static[0]) + ctxlab.count_tools(tools)"),
+         fails=["build-context-allowance"]),
+    dict(name="scratchpad-not-counted", cell="build-context", source=build(PAD_TOKENS="0"),
+         fails=["build-context-allowance", "build-context-fits-budget"]),
+    dict(name="scratchpad-unbounded", cell="build-context", source=build(PAD="pad.message()"),
+         fails=["build-context-scratchpad-last"]),
+    dict(name="course-keys-not-stripped", cell="build-context", source=build(RETURN="[*static, *middle, pad_message], log"),
+         fails=["build-context-visible", "build-context-api-ready"]),
+    dict(name="returns-only-the-messages", cell="build-context",
+         source=build(RETURN="ctxlab.strip_course_keys([*static, *middle, pad_message])"),
+         fails=["build-context-visible"]),
+    dict(name="no-age-compression", cell="build-context", source=build(VIEW="list(rest)"),
+         fails=["build-context-compresses-old-results"]),
+    dict(name="default-max-chars", cell="build-context",
+         source=build(VIEW="ctxlab.compress_history(rest, step, keep_full_for=2, log=log)"),
+         fails=["build-context-compresses-old-results"]),
+    dict(name="keeps-only-the-last-lap-in-full", cell="build-context",
+         source=build(VIEW="ctxlab.compress_history(rest, step, keep_full_for=1, max_chars=1_000, log=log)"),
+         fails=["build-context-compresses-old-results"]),
+    dict(name="compresses-after-trimming", cell="build-context",
+         source=build(VIEW="rest", MIDDLE="ctxlab.compress_history("
+                      + TRIM.format(prior=", prior_summary=summary", log=", log=log", lap=", lap=step")
+                      + ", step, keep_full_for=2, max_chars=1_000, log=log)"),
+         fails=["build-context-follows-the-steps"]),
+    dict(name="decisions-not-logged", cell="build-context",
+         source=build(VIEW="ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000)",
+                      MIDDLE=TRIM.format(prior=", prior_summary=summary", log="", lap=", lap=step")),
+         fails=["build-context-logs-decisions"]),
+    dict(name="empty-log-replaced", cell="build-context", source=build(LOG="log or MemoryLog()"),
+         fails=["build-context-logs-decisions"]),
+    dict(name="lap-not-logged", cell="build-context",
+         source=build(MIDDLE=TRIM.format(prior=", prior_summary=summary", log=", log=log", lap="")),
+         fails=["build-context-logs-decisions"]),
+    dict(name="ignores-the-given-client", cell="build-context",
+         source=build(MIDDLE="ctxlab.trim_and_summarise(view, allowance, client=ctxlab.get_client(), "
+                      "prior_summary=summary, log=log, lap=step)"),
+         fails=["build-context-uses-the-client"]),
+    dict(name="client-none-passed-on", cell="build-context", source=build(CLIENT="client"),
+         fails=["build-context-default-client-and-log"]),
+    dict(name="no-log-made-when-none", cell="build-context", source=build(LOG="log"),
+         fails=["build-context-default-client-and-log"]),
+    dict(name="step-defaults-to-zero", cell="build-context", source=build(STEP="0"),
+         fails=["build-context-default-step"]),
+    dict(name="step-defaults-to-the-length", cell="build-context", source=build(STEP="len(history)"),
+         fails=["build-context-default-step"]),
+    # prefix_reuse
+    dict(name="none-on-the-first-lap", cell="prefix-reuse", source=prefix(NONE="None"),
+         fails=["prefix-reuse-visible"]),
+    dict(name="skips-past-a-difference", cell="prefix-reuse", source=prefix(ON_DIFFERENCE="continue"),
+         fails=["prefix-reuse-stops-at-first-difference"]),
+    dict(name="counts-the-first-difference", cell="prefix-reuse",
+         source=prefix(ON_DIFFERENCE="total += ctxlab.count_message(new)\n            break"),
+         fails=["prefix-reuse-stops-at-first-difference"]),
+    dict(name="counts-text-only", cell="prefix-reuse", source=prefix(COUNT='ctxlab.count_text(new.get("content") or "")'),
+         fails=["prefix-reuse-visible", "prefix-reuse-counts-whole-messages"]),
+    dict(name="adds-reply-priming", cell="prefix-reuse", source=prefix(TOTAL="total + 3"),
+         fails=["prefix-reuse-visible", "prefix-reuse-counts-whole-messages"]),
+    dict(name="compares-content-only", cell="prefix-reuse", source=prefix(DIFFERS='old.get("content") != new.get("content")'),
+         fails=["prefix-reuse-any-field-differs"]),
+    dict(name="walks-past-the-shorter-prompt", cell="prefix-reuse",
+         source=prefix(PAIRS="((previous[i], current[i]) for i in range(len(previous)))"),
+         fails=["prefix-reuse-different-lengths"]),
+    dict(name="all-or-nothing", cell="prefix-reuse", source='''
+def prefix_reuse(previous, current):
+    if previous is None or list(current[: len(previous)]) != list(previous):
+        return 0
+    return sum(ctxlab.count_message(m) for m in previous)
+''', fails=["prefix-reuse-stops-at-first-difference"]),
+    # policy_row
+    dict(name="peak-is-the-last-prompt", cell="policy-row", source=row(PEAK="tokens[-1]"),
+         fails=["policy-row-visible", "policy-row-peak-tokens"]),
+    dict(name="bills-only-the-final-context", cell="policy-row", source=row(BILLED="tokens[-1]"),
+         fails=["policy-row-visible", "policy-row-billed-every-lap"]),
+    dict(name="bills-the-largest-prompt", cell="policy-row", source=row(BILLED="max(tokens)"),
+         fails=["policy-row-billed-every-lap"]),
+    dict(name="mean-of-each-laps-share", cell="policy-row",
+         source=row(SHARE="sum(lap.reused / lap.tokens for lap in result.laps) / len(result.laps)"),
+         fails=["policy-row-prefix-share"]),
+    dict(name="share-as-a-percentage", cell="policy-row", source=row(SHARE="100 * sum(lap.reused for lap in result.laps) / sum(tokens)"),
+         fails=["policy-row-visible", "policy-row-prefix-share"]),
+    dict(name="checks-only-the-last-lap", cell="policy-row", source=row(KEPT="later and later[-1].probes.get(name)"),
+         fails=["policy-row-probe-that-comes-back"]),
+    dict(name="never-seen-probe-kept", cell="policy-row", source=row(KEPT="all(lap.probes.get(name) for lap in later)"),
+         fails=["policy-row-probe-never-seen"]),
+    dict(name="laps-before-first-seen-count", cell="policy-row", source=row(FROM="True"),
+         fails=["policy-row-probes-from-first-seen"]),
+    dict(name="first-seen-lap-excluded", cell="policy-row", source=row(FROM="lap.lap > start"),
+         fails=["policy-row-probes-from-first-seen"]),
+    dict(name="probes-sorted-by-name", cell="policy-row", source=row(NAMES="sorted(result.probes)"),
+         fails=["policy-row-probes-in-order"]),
+]
+
+RULES = [
+    # build_context
+    dict(rule="the scratchpad is the last message", test="build-context-scratchpad-last", wrong="scratchpad-not-last"),
+    dict(rule="the system message comes first", test="build-context-system-first", wrong="system-not-first"),
+    dict(rule="a previous summary is rolled into the new one, never stacked", test="build-context-summary-rolled-up",
+         wrong="summary-stacked"),
+    dict(rule="the previous summary is passed on as prior_summary", test="build-context-summary-rolled-up",
+         wrong="forgets-the-previous-summary"),
+    dict(rule="the fixed part counts the tool schemas", test="build-context-allowance", wrong="tool-schemas-not-counted"),
+    dict(rule="the fixed part counts the 3 tokens of reply priming (count_messages)", test="build-context-allowance",
+         wrong="reply-priming-not-counted"),
+    dict(rule="the allowance counts the scratchpad", test="build-context-allowance", wrong="scratchpad-not-counted"),
+    dict(rule="every prompt fits the input limit", test="build-context-fits-budget", wrong="tool-schemas-not-counted"),
+    dict(rule="the scratchpad is bounded by budget.scratchpad_max", test="build-context-scratchpad-last",
+         wrong="scratchpad-unbounded"),
+    dict(rule="course keys are stripped", test="build-context-api-ready", wrong="course-keys-not-stripped"),
+    dict(rule="build_context returns a pair (messages, log)", test="build-context-visible", wrong="returns-only-the-messages"),
+    dict(rule="tool results older than 2 laps are compressed", test="build-context-compresses-old-results",
+         wrong="no-age-compression"),
+    dict(rule="they are compressed to max_chars=1_000", test="build-context-compresses-old-results", wrong="default-max-chars"),
+    dict(rule="results of the last 2 laps are kept in full (keep_full_for=2)", test="build-context-compresses-old-results",
+         wrong="keeps-only-the-last-lap-in-full"),
+    dict(rule="compress first, then trim and summarise the compressed view", test="build-context-follows-the-steps",
+         wrong="compresses-after-trimming"),
+    dict(rule="compression and summary are logged", test="build-context-logs-decisions", wrong="decisions-not-logged"),
+    dict(rule="the log given is used even when it is empty (log is None, not falsy)", test="build-context-logs-decisions",
+         wrong="empty-log-replaced"),
+    dict(rule="the summary is logged at the lap (lap=step)", test="build-context-logs-decisions", wrong="lap-not-logged"),
+    dict(rule="the summary is written by the client given", test="build-context-uses-the-client",
+         wrong="ignores-the-given-client"),
+    dict(rule="client None means ctxlab.get_client()", test="build-context-default-client-and-log",
+         wrong="client-none-passed-on"),
+    dict(rule="log None means a new MemoryLog, returned", test="build-context-default-client-and-log",
+         wrong="no-log-made-when-none"),
+    dict(rule="step None means the largest step in the history", test="build-context-default-step",
+         wrong="step-defaults-to-zero"),
+    dict(rule="the default step is a step, not a message count", test="build-context-default-step",
+         wrong="step-defaults-to-the-length"),
+    # prefix_reuse
+    dict(rule="previous None (the first lap) reuses 0", test="prefix-reuse-visible", wrong="none-on-the-first-lap"),
+    dict(rule="the prefix stops at the first difference", test="prefix-reuse-stops-at-first-difference",
+         wrong="skips-past-a-difference"),
+    dict(rule="the first differing message is not counted", test="prefix-reuse-stops-at-first-difference",
+         wrong="counts-the-first-difference"),
+    dict(rule="a partly shared prompt reuses its shared part, not all or nothing", test="prefix-reuse-stops-at-first-difference",
+         wrong="all-or-nothing"),
+    dict(rule="each shared message counts with ctxlab.count_message (framing included)",
+         test="prefix-reuse-counts-whole-messages", wrong="counts-text-only"),
+    dict(rule="reply priming is not part of the prefix", test="prefix-reuse-counts-whole-messages", wrong="adds-reply-priming"),
+    dict(rule="messages are compared whole, every field", test="prefix-reuse-any-field-differs", wrong="compares-content-only"),
+    dict(rule="prompts of different lengths share at most the shorter one", test="prefix-reuse-different-lengths",
+         wrong="walks-past-the-shorter-prompt"),
+    # policy_row
+    dict(rule="peak tokens is the largest prompt", test="policy-row-peak-tokens", wrong="peak-is-the-last-prompt"),
+    dict(rule="billed input is the sum over every lap", test="policy-row-billed-every-lap", wrong="bills-only-the-final-context"),
+    dict(rule="billed input is not the largest prompt", test="policy-row-billed-every-lap", wrong="bills-the-largest-prompt"),
+    dict(rule="prefix reused is a ratio of sums", test="policy-row-prefix-share", wrong="mean-of-each-laps-share"),
+    dict(rule="prefix reused is a share (0 to 1), not a percentage", test="policy-row-prefix-share",
+         wrong="share-as-a-percentage"),
+    dict(rule="a probe that disappears and comes back is lost", test="policy-row-probe-that-comes-back",
+         wrong="checks-only-the-last-lap"),
+    dict(rule="a probe that never appears is not kept", test="policy-row-probe-never-seen", wrong="never-seen-probe-kept"),
+    dict(rule="laps before a probe's first-seen lap do not count", test="policy-row-probes-from-first-seen",
+         wrong="laps-before-first-seen-count"),
+    dict(rule="the first-seen lap itself counts (>=, not >)", test="policy-row-probes-from-first-seen",
+         wrong="first-seen-lap-excluded"),
+    dict(rule="probes kept are in the order of result.probes", test="policy-row-probes-in-order", wrong="probes-sorted-by-name"),
 ]
