@@ -6,8 +6,8 @@
 
 * the **learner's kernel** runs every cell that is not a test: the learner's answers, the
   demonstrations, the lesson's locked setup cells. It never sees a test cell;
-* the **judge's kernel** runs the locked setup cells (quietly) and every test cell, and nothing
-  the learner wrote. Before each test cell the judge connects to the learner's kernel (the
+* the **judge's kernel** runs the locked setup cells (the locked cells before the first answer
+  cell, quietly) and every test cell, and nothing the learner wrote. Before each test cell the judge connects to the learner's kernel (the
   agent, :mod:`autograder.judging.agent`) and binds the learner's answer names to what they
   are there: plain data as it is, functions, classes and objects as proxies whose calls carry
   JSON both ways (:mod:`autograder.judging`). Comparisons happen in the judge, on plain data.
@@ -210,6 +210,7 @@ class GuardedExecute(Execute):
         self._replayable: list[int] = []
         self._judge_setup: list[int] = []
         self._judge_tests: list[int] = []  # test cells may define helpers that later tests use
+        self._answers_seen = False  # the judge runs the locked cells before the first answer: the setup
         self._restarts = 0
         self._asked_exit = self._interrupted = False
         self._out_of_time = False
@@ -219,8 +220,8 @@ class GuardedExecute(Execute):
         self._channel = tempfile.mkdtemp(prefix="channel-", dir=self.context.runtime_root)
         os.chmod(self._channel, 0o777)
         try:
-            await self._start_judge()
-            await self._start_kernel()
+            # The two kernels start side by side (the judge's does not touch self.km and self.kc).
+            await asyncio.gather(self._start_judge(), self._start_kernel())
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -234,6 +235,7 @@ class GuardedExecute(Execute):
                     await self._run_test(index, cell)
                 else:
                     await self._run_cell(index, cell)
+                    self._answers_seen = self._answers_seen or utils.is_solution(cell)
             self.set_widgets_metadata()
         finally:
             await self._stop_kernel()
@@ -279,7 +281,7 @@ class GuardedExecute(Execute):
             return
         if outcome in ("ok", "error"):
             self._replayable.append(index)
-        if _is_setup(cell):
+        if _is_setup(cell) and not self._answers_seen:
             self._judge_setup.append(index)
             if not await self._judge_run_quietly(cell.source):
                 self._event(index, "judge_setup", "this setup cell failed in the judge's kernel")
@@ -449,14 +451,14 @@ class GuardedExecute(Execute):
                                "can import ctxlab (run with --verbose)")
 
     async def _start_judge(self) -> None:
-        learner = (self.km, self.kc)
-        self.km, self.kc = self._manager(judge=True), None
-        try:
-            await self.async_start_new_kernel()
-            await self.async_start_new_kernel_client()
-            self.judge_km, self.judge_kc = self.km, self.kc
-        finally:
-            self.km, self.kc = learner
+        km = self._manager(judge=True)
+        self.judge_km = km
+        await ensure_async(km.start_kernel(extra_arguments=self.extra_arguments))
+        kc = km.client()
+        await ensure_async(kc.start_channels())
+        await ensure_async(kc.wait_for_ready(timeout=self.startup_timeout))
+        kc.allow_stdin = False
+        self.judge_kc = kc
         msg_id = self.judge_kc.execute(f"import {JUDGING_PACKAGE}.judge as __ctxlab_judge__", silent=True,
                                        store_history=False, allow_stdin=False)
         await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id, 60)

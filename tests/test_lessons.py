@@ -127,6 +127,18 @@ def test_solution_scores_full_marks(lesson, engine, graded_lesson):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solution_scores_full_marks_with_only_the_graded_cells(lesson, graded_lesson):
+    """Answer, test and locked cells stand alone: without the demonstrations the solution still
+    scores full marks, so wrong answers (graded that way, for speed) get the tests they would get
+    in the whole notebook."""
+    result = graded_lesson(lesson).results["solution-graded-cells-only"]
+    lost = {k: v for k, v in result.cells.items() if v < result.max_cells[k]}
+    assert not lost, f"{lesson}: without its demonstration cells the solution loses points in {lost}: " + str(
+        {k: result.errors.get(k) for k in lost})
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["judge", "nbgrader"])
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_blank_notebook_scores_zero(lesson, engine, graded_lesson):

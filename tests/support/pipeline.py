@@ -144,18 +144,47 @@ def read_results(root: Path, lesson: str, notebook_id: str, students: list[str])
     return results
 
 
+def graded_cells_only(notebook: dict) -> dict:
+    """``notebook`` without its demonstration cells: every code cell that is not an answer, a test
+    or a locked cell goes, unless it defines a name an answer cell defines too.
+
+    The judge's tests reach only the answer cells' names, so a wrong answer gets the same test
+    results either way; the pipeline proves it for each lesson by grading the solution both ways.
+    """
+    from autograder.references import answer_names
+
+    def source(cell):
+        return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+    answers = set(answer_names([source(c) for c in notebook["cells"]
+                                if c.get("metadata", {}).get("nbgrader", {}).get("solution")]))
+    kept = []
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] == "code" and not meta and not answers & set(answer_names([source(cell)])):
+            continue
+        kept.append(cell)
+    return {**notebook, "cells": kept}
+
+
 def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[WrongAnswer]]:
-    """Release ``lesson`` in ``root``; its notebook's name and the students to grade."""
+    """Release ``lesson`` in ``root``; its notebook's name and the students to grade.
+
+    The solution and the blank notebook are whole; ``solution-graded-cells-only`` and every
+    wrong answer keep only the cells that grading depends on (:func:`graded_cells_only`), which
+    makes a lesson's dozens of wrong answers quick to grade.
+    """
     nbgrader(root, "generate_assignment", lesson, "--force")
     (source_nb,) = sorted((root / "solutions" / lesson).glob("*.ipynb"))
     released = json.loads((root / "course" / lesson / source_nb.name).read_text(encoding="utf-8"))
     answers = solution_sources(json.loads(source_nb.read_text(encoding="utf-8")))
-    students = {"solution": fill(released, answers), "blank": released}
+    students = {"solution": fill(released, answers), "blank": released,
+                "solution-graded-cells-only": graded_cells_only(fill(released, answers))}
     wrong_answers = load_wrong_answers(lesson)
     for wrong in wrong_answers:
         if wrong.cell not in answers:
             raise ValueError(f"wrong answer {wrong.name!r} names {wrong.cell!r}, not an answer cell of {lesson}")
-        students[f"wrong-{wrong.name}"] = fill(released, {**answers, wrong.cell: wrong.source})
+        students[f"wrong-{wrong.name}"] = graded_cells_only(fill(released, {**answers, wrong.cell: wrong.source}))
     return source_nb.name, students, wrong_answers
 
 
