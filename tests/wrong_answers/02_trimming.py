@@ -1,32 +1,300 @@
-"""Known wrong answers for lesson 02-trimming; each must fail the named tests when graded."""
+"""Known wrong answers for lesson 02-trimming; each must fail the named tests when graded.
 
-FIT_GROUPS = '''
+Each wrong answer breaks one rule of an exercise (``RULES`` at the end maps every rule to the
+test that checks it and to a wrong answer that breaks only that rule).
+"""
+
+from string import Template
+
+# --- turn_groups ---------------------------------------------------------------------------------
+
+TURN_GROUPS = Template('''
+def turn_groups(messages):
+    groups = []
+    for message in messages:
+        opened_by_call = $opened
+        if message["role"] == "tool" and opened_by_call:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    return groups
+''')
+
+
+def turn_groups_with(opened: str) -> str:
+    return TURN_GROUPS.substitute(opened=opened)
+
+
+# --- pairs_ok ------------------------------------------------------------------------------------
+
+PAIRS_OK = Template('''
+def pairs_ok(messages):
+    waiting = set()  # ids of the current group's calls that have no result yet
+    for message in messages:
+        if message["role"] == "tool":
+$on_result
+            continue
+$on_turn
+    return $at_end
+''')
+ON_RESULT = '''            if message.get("tool_call_id") not in waiting:
+                return False
+            waiting.discard(message["tool_call_id"])'''
+ON_TURN = '''        if waiting:
+            return False  # a new turn started while calls were still unanswered
+        if message["role"] == "assistant":
+            waiting = {call["id"] for call in message.get("tool_calls") or []}'''
+
+
+def pairs_ok_with(on_result: str = ON_RESULT, on_turn: str = ON_TURN, at_end: str = "not waiting") -> str:
+    return PAIRS_OK.substitute(on_result=on_result, on_turn=on_turn, at_end=at_end)
+
+
+# --- fit: the reference solution, with one part swapped out at a time ----------------------------
+
+FIT = Template('''
 def fit(messages, allowance, *, keep_recent=1, count=None):
-    count = count or ctxlab.count_message
+    count = $default
     groups = ctxlab.turn_groups(messages)
-    pinned = {pinned}
+    pinned = $pinned
     sizes = [sum(count(m) for m in group) for group in groups]
-    keep = {{g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}}
-    keep |= set(range(max(0, len(groups) - keep_recent), len(groups)))
+
+    keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
+    keep |= $recent
     needed = sum(sizes[g] for g in keep)
-    if needed > allowance:
-        raise ctxlab.BudgetError(f"need {{needed}} tokens, allowance {{allowance}}")
-    room = allowance - needed
-    for g in {order}:
+    if needed $over allowance:
+$refuse
+    room = allowance - $reserved
+    for g in $order:
         if g in keep:
             continue
-        if sizes[g] > room:
-            break
+        if sizes[g] $over room:
+$misfit
         keep.add(g)
         room -= sizes[g]
-{assemble}
-'''
-PINS = "{id(messages[i]) for i in ctxlab.pinned_indices(messages)}"
-IN_ORDER = """    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+$assemble
+''')
+FIT_PARTS = dict(
+    default="count or ctxlab.count_message",
+    pinned="{id(messages[i]) for i in ctxlab.pinned_indices(messages)}",
+    recent="set(range(max(0, len(groups) - keep_recent), len(groups)))",
+    over=">",
+    refuse='''        raise ctxlab.BudgetError(
+            f"the pins and the newest {keep_recent} group(s) need {needed} tokens, "
+            f"but the allowance is {allowance}"
+        )''',
+    reserved="needed",
+    order="range(len(groups) - 1, -1, -1)",
+    misfit="            break",
+    assemble='''    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
     dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
-    return kept, dropped"""
+    return kept, dropped''',
+)
+
+
+def fit_with(**changes: str) -> str:
+    assert set(changes) <= set(FIT_PARTS), set(changes) - set(FIT_PARTS)
+    return FIT.substitute({**FIT_PARTS, **changes})
+
+
+# --- high_low_trim and count_trims ---------------------------------------------------------------
+
+HIGH_LOW = Template('''
+def high_low_trim(view, *, high, low, count=None):
+    count = count or ctxlab.count_message
+    if sum($measure(m) for m in view) $within high:
+        return list(view), []
+    return ctxlab.fit(view, $target$pass_count)
+''')
+
+
+def high_low_with(measure="count", within="<=", target="low", pass_count=", count=count") -> str:
+    return HIGH_LOW.substitute(measure=measure, within=within, target=target, pass_count=pass_count)
+
+
+COUNT_TRIMS = Template('''
+def count_trims(history, *, high, low, trim=None):
+    trim = $default
+    view, seen, trims = [], 0, 0
+    for i, message in enumerate(history):
+        if message["role"] != "assistant":
+            continue
+$grow
+        seen = i
+        kept, dropped = trim(view, high=high, low=low)
+        view = list(kept)
+$tally
+$after
+    return trims
+''')
+COUNT_TRIMS_PARTS = dict(
+    default="trim or high_low_trim",
+    grow="        view += history[seen:i]",
+    tally="        if dropped:\n            trims += 1",
+    after="",
+)
+
+
+def count_trims_with(**changes: str) -> str:
+    assert set(changes) <= set(COUNT_TRIMS_PARTS), set(changes) - set(COUNT_TRIMS_PARTS)
+    return COUNT_TRIMS.substitute({**COUNT_TRIMS_PARTS, **changes})
+
 
 WRONG_ANSWERS = [
+    # turn_groups ----------------------------------------------------------------------------------
+    dict(
+        name="splits-a-parallel-call-group",
+        cell="turn-groups",
+        source='''
+def turn_groups(messages):
+    groups = []
+    for message in messages:
+        if message["role"] == "tool" and groups and len(groups[-1]) == 1 and groups[-1][0].get("tool_calls"):
+            groups[-1].append(message)  # a call and its result: one pair
+        else:
+            groups.append([message])
+    return groups
+''',
+        fails=["turn-groups-visible", "turn-groups-parallel-calls"],
+    ),
+    dict(
+        name="keeps-the-reply-with-the-call-group",
+        cell="turn-groups",
+        source='''
+def turn_groups(messages):
+    groups = []
+    for message in messages:
+        in_a_call = groups and groups[-1][0]["role"] == "assistant" and groups[-1][0].get("tool_calls")
+        if in_a_call and message["role"] != "user" and not message.get("tool_calls"):
+            groups[-1].append(message)  # everything up to the next question or call
+        else:
+            groups.append([message])
+    return groups
+''',
+        fails=["turn-groups-other-messages-alone"],
+    ),
+    dict(
+        name="joins-every-tool-message-to-the-previous-group",
+        cell="turn-groups",
+        source=turn_groups_with(opened="bool(groups)"),
+        fails=["turn-groups-stray-tool-alone"],
+    ),
+    dict(
+        name="treats-a-tool-calls-key-as-a-call",
+        cell="turn-groups",
+        source=turn_groups_with(opened='groups and groups[-1][0]["role"] == "assistant" and "tool_calls" in groups[-1][0]'),
+        fails=["turn-groups-stray-tool-alone"],
+    ),
+    dict(
+        name="forgets-the-last-group",
+        cell="turn-groups",
+        source='''
+def turn_groups(messages):
+    groups, current = [], []
+    for message in messages:
+        if message["role"] == "tool" and current and current[0]["role"] == "assistant" and current[0].get("tool_calls"):
+            current.append(message)
+        else:
+            if current:
+                groups.append(current)
+            current = [message]
+    return groups
+''',
+        fails=["turn-groups-visible", "turn-groups-partition"],
+    ),
+    # pairs_ok -------------------------------------------------------------------------------------
+    dict(
+        name="pairs-ok-accepts-any-earlier-call",
+        cell="pairs-ok",
+        source='''
+def pairs_ok(messages):
+    asked = set()
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            asked.add(call["id"])
+        if message["role"] == "tool" and message.get("tool_call_id") not in asked:
+            return False
+    return True
+''',
+        fails=["pairs-ok-visible", "pairs-ok-result-follows-its-call"],
+    ),
+    dict(
+        name="pairs-ok-ignores-orphan-results",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_result='            waiting.discard(message.get("tool_call_id"))'),
+        fails=["pairs-ok-visible"],
+    ),
+    dict(
+        name="pairs-ok-accepts-a-second-answer",
+        cell="pairs-ok",
+        source='''
+def pairs_ok(messages):
+    calls, answered = set(), set()
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in calls:
+                return False
+            answered.add(message["tool_call_id"])
+            continue
+        if calls - answered:
+            return False
+        calls = {c["id"] for c in message.get("tool_calls") or []} if message["role"] == "assistant" else set()
+        answered = set()
+    return not (calls - answered)
+''',
+        fails=["pairs-ok-answered-once"],
+    ),
+    dict(
+        name="pairs-ok-true-at-the-end",
+        cell="pairs-ok",
+        source=pairs_ok_with(at_end="True"),
+        fails=["pairs-ok-visible"],
+    ),
+    dict(
+        name="pairs-ok-forgets-open-calls-at-the-next-turn",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_turn='''        waiting = {call["id"] for call in message.get("tool_calls") or []} if message["role"] == "assistant" else set()'''),
+        fails=["pairs-ok-unanswered-before-next-turn"],
+    ),
+    dict(
+        name="pairs-ok-merges-interleaved-calls",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_turn='''        if message["role"] == "assistant":
+            waiting |= {call["id"] for call in message.get("tool_calls") or []}
+        elif waiting:
+            return False'''),
+        fails=["pairs-ok-interleaved-calls"],
+    ),
+    dict(
+        name="pairs-ok-remembers-every-answered-id",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_result='''            if message.get("tool_call_id") not in waiting or message["tool_call_id"] in answered:
+                return False
+            waiting.discard(message["tool_call_id"])
+            answered.add(message["tool_call_id"])''').replace(
+            "    waiting = set()  #", "    answered = set()  # every id answered so far, in the whole history\n    waiting = set()  #"),
+        fails=["pairs-ok-reused-call-id"],
+    ),
+    dict(
+        name="pairs-ok-wants-each-result-right-after-the-call",
+        cell="pairs-ok",
+        source='''
+def pairs_ok(messages):
+    for i, message in enumerate(messages):
+        if message["role"] == "tool":
+            before = messages[i - 1] if i else {}
+            ids = [c["id"] for c in before.get("tool_calls") or []]
+            if before.get("role") != "assistant" or message.get("tool_call_id") not in ids:
+                return False
+        elif message.get("tool_calls"):
+            answers = messages[i + 1:i + 1 + len(message["tool_calls"])]
+            if len(answers) < len(message["tool_calls"]) or any(a["role"] != "tool" for a in answers):
+                return False
+    return True
+''',
+        fails=["pairs-ok-visible", "pairs-ok-real-transcripts"],
+    ),
+    # fit ------------------------------------------------------------------------------------------
     dict(
         name="cuts-by-message-count",
         cell="fit-history",
@@ -42,44 +310,60 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
     dropped = list(messages[head:len(messages) - keep_last])
     return kept, dropped
 ''',
-        fails=["fit-keeps-turn-groups-whole"],
+        fails=["fit-visible", "fit-keeps-turn-groups-whole"],
     ),
     dict(
         name="drops-the-first-user-message",
         cell="fit-history",
-        source=FIT_GROUPS.format(
-            pinned='{id(m) for m in messages if m["role"] == "system" or m.get("pinned")}',
-            order="range(len(groups) - 1, -1, -1)",
-            assemble=IN_ORDER,
-        ),
-        fails=["fit-keeps-pins"],
+        source=fit_with(pinned='{id(m) for m in messages if m["role"] == "system" or m.get("pinned")}'),
+        fails=["fit-visible", "fit-keeps-system-and-task"],
     ),
     dict(
-        name="splits-a-parallel-call-group",
-        cell="turn-groups",
-        source='''
-def turn_groups(messages):
-    groups = []
-    for message in messages:
-        if message["role"] == "tool" and groups and len(groups[-1]) == 1 and groups[-1][0].get("tool_calls"):
-            groups[-1].append(message)  # a call and its result: one pair
-        else:
-            groups.append([message])
-    return groups
-''',
-        fails=["turn-groups-parallel-calls"],
+        name="pins-the-first-two-messages",
+        cell="fit-history",
+        source=fit_with(pinned="{id(m) for m in messages[:2]}"),
+        fails=["fit-visible", "fit-keeps-system-and-task"],
+    ),
+    dict(
+        name="ignores-the-pinned-flag",
+        cell="fit-history",
+        source=fit_with(pinned='''{id(m) for m in messages if m["role"] == "system"} | {
+        id(next(m for m in messages if m["role"] == "user"))}'''),
+        fails=["fit-keeps-marked-pins"],
+    ),
+    dict(
+        name="keeps-a-pin-without-its-group",
+        cell="fit-history",
+        source=fit_with(
+            pinned="{id(messages[i]) for i in ctxlab.pinned_indices(messages)}",
+            assemble='''    alone = {id(m) for g, group in enumerate(groups) if g not in keep for m in group if id(m) in pinned}
+    kept = [m for g, group in enumerate(groups) for m in group if g in keep and id(m) not in alone or id(m) in alone]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group if id(m) not in alone]
+    return kept, dropped''',
+        ).replace(
+            "keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}",
+            "keep = {g for g, group in enumerate(groups) if id(group[0]) in pinned and len(group) == 1}",
+        ).replace(
+            "needed = sum(sizes[g] for g in keep)",
+            "needed = sum(sizes[g] for g in keep) + sum(count(m) for m in messages if id(m) in pinned and not any(m is group[0] and len(group) == 1 for group in groups))",
+        ),
+        fails=["fit-keeps-marked-pins"],
     ),
     dict(
         name="reorders-pins-to-the-front",
         cell="fit-history",
-        source=FIT_GROUPS.format(
-            pinned=PINS,
-            order="range(len(groups) - 1, -1, -1)",
-            assemble="""    pinned_first = sorted(keep, key=lambda g: (not any(id(m) in pinned for m in groups[g]), g))
+        source=fit_with(assemble='''    pinned_first = sorted(keep, key=lambda g: (not any(id(m) in pinned for m in groups[g]), g))
     kept = [m for g in pinned_first for m in groups[g]]
     dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
-    return kept, dropped""",
-        ),
+    return kept, dropped'''),
+        fails=["fit-preserves-order"],
+    ),
+    dict(
+        name="lists-dropped-newest-first",
+        cell="fit-history",
+        source=fit_with(assemble='''    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g in range(len(groups) - 1, -1, -1) if g not in keep for m in groups[g]]
+    return kept, dropped'''),
         fails=["fit-preserves-order"],
     ),
     dict(
@@ -99,7 +383,62 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
             dropped += group
     return kept, dropped
 ''',
-        fails=["fit-keeps-the-newest"],
+        fails=["fit-visible", "fit-keeps-the-newest"],
+    ),
+    dict(
+        name="fills-oldest-first",
+        cell="fit-history",
+        source=fit_with(order="range(len(groups))"),
+        fails=["fit-fills-newest-first"],
+    ),
+    dict(
+        name="skips-a-big-group-and-keeps-going",
+        cell="fit-history",
+        source=fit_with(misfit="            continue  # try the older, smaller ones"),
+        fails=["fit-stops-at-first-misfit"],
+    ),
+    dict(
+        name="ignores-keep-recent",
+        cell="fit-history",
+        source=fit_with(recent="{len(groups) - 1}"),
+        fails=["fit-keep-recent-groups"],
+    ),
+    dict(
+        name="keep-recent-counts-messages",
+        cell="fit-history",
+        source=fit_with(recent="{g for g, group in enumerate(groups) if any(m is last for m in group for last in messages[-keep_recent:])}"),
+        fails=["fit-keep-recent-groups"],
+    ),
+    dict(
+        name="room-ignores-the-pins",
+        cell="fit-history",
+        source=fit_with(reserved="sum(sizes[g] for g in range(max(0, len(groups) - keep_recent), len(groups)))"),
+        fails=["fit-visible", "fit-within-allowance"],
+    ),
+    dict(
+        name="estimates-tokens-from-characters",
+        cell="fit-history",
+        source=fit_with(default='count or (lambda m: len(json.dumps(m)) // 4)'),
+        fails=["fit-visible", "fit-counts-tokens-by-default"],
+    ),
+    dict(
+        name="needs-room-to-spare",
+        cell="fit-history",
+        source=fit_with(over=">=").replace("if needed >= allowance", "if needed > allowance"),
+        fails=["fit-allowance-is-inclusive"],
+    ),
+    dict(
+        name="reserves-reply-priming-in-fit",
+        cell="fit-history",
+        source=fit_with(reserved="needed - 3").replace("room = allowance - needed - 3", "room = allowance - 3 - needed").replace(
+            "if needed > allowance", "if needed + 3 > allowance"),
+        fails=["fit-allowance-is-inclusive"],
+    ),
+    dict(
+        name="ignores-count",
+        cell="fit-history",
+        source=fit_with(default="ctxlab.count_message"),
+        fails=["fit-uses-count"],
     ),
     dict(
         name="recounts-tokens-quadratically",
@@ -130,42 +469,207 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
         fails=["fit-counts-each-message-once"],
     ),
     dict(
+        name="dropped-holds-only-the-misfit",
+        cell="fit-history",
+        source=fit_with(
+            misfit="            misfit = g\n            break",
+            assemble='''    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = list(groups[misfit]) if "misfit" in locals() else []
+    return kept, dropped''',
+        ),
+        fails=["fit-visible", "fit-partitions-input"],
+    ),
+    dict(
+        name="trims-the-input-in-place",
+        cell="fit-history",
+        source=fit_with(assemble='''    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    messages[:] = [m for g, group in enumerate(groups) if g in keep for m in group]  # the trimmed history
+    return messages, dropped'''),
+        fails=["fit-visible", "fit-leaves-input-unchanged"],
+    ),
+    dict(
+        name="returns-the-pins-when-nothing-fits",
+        cell="fit-history",
+        source=fit_with(refuse="        pass  # keep what must be kept anyway"),
+        fails=["fit-refuses-impossible"],
+    ),
+    dict(
+        name="raises-value-error",
+        cell="fit-history",
+        source=fit_with(refuse='''        raise ValueError(f"need {needed} tokens, but the allowance is {allowance}")'''),
+        fails=["fit-refuses-impossible"],
+    ),
+    dict(
+        name="budget-error-without-numbers",
+        cell="fit-history",
+        source=fit_with(refuse='''        raise ctxlab.BudgetError("the history does not fit in the allowance")'''),
+        fails=["fit-error-gives-numbers"],
+    ),
+    # high_low_trim --------------------------------------------------------------------------------
+    dict(
         name="trims-every-step-to-the-high-mark",
         cell="high-low-trim",
-        source='''
-def high_low_trim(view, *, high, low, count=None):
-    count = count or ctxlab.count_message
-    if sum(count(m) for m in view) <= high:
-        return list(view), []
-    return ctxlab.fit(view, high, count=count)
-''',
-        fails=["high-low-trims-to-low"],
+        source=high_low_with(target="high"),
+        fails=["high-low-visible", "high-low-trims-to-low"],
     ),
     dict(
         name="trims-whenever-over-the-low-mark",
         cell="high-low-trim",
-        source='''
-def high_low_trim(view, *, high, low, count=None):
-    count = count or ctxlab.count_message
-    if sum(count(m) for m in view) <= low:
-        return list(view), []
-    return ctxlab.fit(view, low, count=count)
-''',
-        fails=["high-low-waits-for-high-mark"],
+        source=high_low_with(within="<= low and 0 <="),
+        fails=["high-low-visible", "high-low-waits-for-high-mark"],
     ),
     dict(
-        name="pairs-ok-accepts-any-earlier-call",
-        cell="pairs-ok",
-        source='''
-def pairs_ok(messages):
-    asked = set()
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            asked.add(call["id"])
-        if message["role"] == "tool" and message.get("tool_call_id") not in asked:
-            return False
-    return True
-''',
-        fails=["pairs-ok-result-follows-its-call", "pairs-ok-unanswered-call"],
+        name="trims-at-the-high-mark",
+        cell="high-low-trim",
+        source=high_low_with(within="<"),
+        fails=["high-low-high-mark-inclusive"],
     ),
+    dict(
+        name="measures-with-the-default-count",
+        cell="high-low-trim",
+        source=high_low_with(measure="ctxlab.count_message"),
+        fails=["high-low-uses-count"],
+    ),
+    dict(
+        name="fits-with-the-default-count",
+        cell="high-low-trim",
+        source=high_low_with(pass_count=""),
+        fails=["high-low-uses-count"],
+    ),
+    # count_trims ----------------------------------------------------------------------------------
+    dict(
+        name="trims-the-whole-history-each-lap",
+        cell="count-trims",
+        source=count_trims_with(grow="        view = list(history[:i])  # the whole run so far"),
+        fails=["count-trims-visible", "count-trims-replay"],
+    ),
+    dict(
+        name="puts-the-call-in-its-own-view",
+        cell="count-trims",
+        source=count_trims_with(grow="        view += history[seen:i + 1]").replace("        seen = i\n", "        seen = i + 1\n"),
+        fails=["count-trims-visible", "count-trims-view-carries-over"],
+    ),
+    dict(
+        name="ignores-the-trim-argument",
+        cell="count-trims",
+        source=count_trims_with(default="high_low_trim"),
+        fails=["count-trims-uses-trim"],
+    ),
+    dict(
+        name="trims-once-more-after-the-last-call",
+        cell="count-trims",
+        source=count_trims_with(after='''    view += history[seen:]
+    if trim(view, high=high, low=low)[1]:
+        trims += 1'''),
+        fails=["count-trims-uses-trim"],
+    ),
+    dict(
+        name="counts-dropped-messages",
+        cell="count-trims",
+        source=count_trims_with(tally="        trims += len(dropped)"),
+        fails=["count-trims-visible", "count-trims-counts-laps-that-dropped"],
+    ),
+    dict(
+        name="counts-every-lap-over-the-low-mark",
+        cell="count-trims",
+        source=count_trims_with(tally="        if dropped or sum(map(ctxlab.count_message, view)) > low:\n            trims += 1"),
+        fails=["count-trims-visible", "count-trims-counts-laps-that-dropped"],
+    ),
+    dict(
+        name="default-trim-fits-to-the-high-mark",
+        cell="count-trims",
+        source=count_trims_with(default="trim or (lambda view, high, low: ctxlab.fit(view, high))"),
+        fails=["count-trims-default-trim"],
+    ),
+]
+
+RULES = [
+    # turn_groups
+    dict(rule="an assistant call and all of its results, parallel calls included, are one group",
+         test="turn-groups-parallel-calls", wrong="splits-a-parallel-call-group"),
+    dict(rule="every message that is not a tool result starts a group of its own",
+         test="turn-groups-other-messages-alone", wrong="keeps-the-reply-with-the-call-group"),
+    dict(rule="a tool message with no assistant call just before it stands alone",
+         test="turn-groups-stray-tool-alone", wrong="joins-every-tool-message-to-the-previous-group"),
+    dict(rule="a group opens only where tool_calls is a non-empty list (None and [] are no calls)",
+         test="turn-groups-stray-tool-alone", wrong="treats-a-tool-calls-key-as-a-call"),
+    dict(rule="the groups, joined, are the input: every message, in order",
+         test="turn-groups-partition", wrong="forgets-the-last-group"),
+    # pairs_ok
+    dict(rule="a tool result with no call before it is not paired",
+         test="pairs-ok-visible", wrong="pairs-ok-ignores-orphan-results"),
+    dict(rule="a call never answered (at the end of the history) is not paired",
+         test="pairs-ok-visible", wrong="pairs-ok-true-at-the-end"),
+    dict(rule="a result must be in the group of the assistant message that made its call",
+         test="pairs-ok-result-follows-its-call", wrong="pairs-ok-accepts-any-earlier-call"),
+    dict(rule="each call is answered exactly once",
+         test="pairs-ok-answered-once", wrong="pairs-ok-accepts-a-second-answer"),
+    dict(rule="a call still open when the next turn starts is not paired",
+         test="pairs-ok-unanswered-before-next-turn", wrong="pairs-ok-forgets-open-calls-at-the-next-turn"),
+    dict(rule="a second assistant call before the first is answered is not paired",
+         test="pairs-ok-interleaved-calls", wrong="pairs-ok-merges-interleaved-calls"),
+    dict(rule="pairing is checked group by group: a later call may reuse an id",
+         test="pairs-ok-reused-call-id", wrong="pairs-ok-remembers-every-answered-id"),
+    dict(rule="valid histories (parallel results one after another) are accepted",
+         test="pairs-ok-real-transcripts", wrong="pairs-ok-wants-each-result-right-after-the-call"),
+    # fit
+    dict(rule="groups are never split", test="fit-keeps-turn-groups-whole", wrong="cuts-by-message-count"),
+    dict(rule="the first user message (the task) is pinned",
+         test="fit-keeps-system-and-task", wrong="drops-the-first-user-message"),
+    dict(rule="every system message is pinned, wherever the task is",
+         test="fit-keeps-system-and-task", wrong="pins-the-first-two-messages"),
+    dict(rule='a message marked "pinned": True is kept', test="fit-keeps-marked-pins", wrong="ignores-the-pinned-flag"),
+    dict(rule="a pinned message is kept with its whole turn group",
+         test="fit-keeps-marked-pins", wrong="keeps-a-pin-without-its-group"),
+    dict(rule="kept is in input order, pins included", test="fit-preserves-order", wrong="reorders-pins-to-the-front"),
+    dict(rule="dropped is in input order", test="fit-preserves-order", wrong="lists-dropped-newest-first"),
+    dict(rule="the newest turn group is always kept", test="fit-keeps-the-newest", wrong="drops-the-newest"),
+    dict(rule="older groups are added newest first", test="fit-fills-newest-first", wrong="fills-oldest-first"),
+    dict(rule="the first group that does not fit and every older unpinned group are dropped",
+         test="fit-stops-at-first-misfit", wrong="skips-a-big-group-and-keeps-going"),
+    dict(rule="keep_recent=k keeps the newest k groups (or refuses)",
+         test="fit-keep-recent-groups", wrong="ignores-keep-recent"),
+    dict(rule="keep_recent counts turn groups, not messages",
+         test="fit-keep-recent-groups", wrong="keep-recent-counts-messages"),
+    dict(rule="the kept messages, pins included, take at most the allowance",
+         test="fit-within-allowance", wrong="room-ignores-the-pins"),
+    dict(rule="the default count is ctxlab.count_message (tokens)",
+         test="fit-counts-tokens-by-default", wrong="estimates-tokens-from-characters"),
+    dict(rule="a group fits when its tokens are at most the room left (<=)",
+         test="fit-allowance-is-inclusive", wrong="needs-room-to-spare"),
+    dict(rule="the whole allowance is for messages: reply priming is not taken from it",
+         test="fit-allowance-is-inclusive", wrong="reserves-reply-priming-in-fit"),
+    dict(rule="messages are measured with the given count", test="fit-uses-count", wrong="ignores-count"),
+    dict(rule="count is called once per message", test="fit-counts-each-message-once", wrong="recounts-tokens-quadratically"),
+    dict(rule="kept and dropped together hold every input message once",
+         test="fit-partitions-input", wrong="dropped-holds-only-the-misfit"),
+    dict(rule="the input list is left unchanged", test="fit-leaves-input-unchanged", wrong="trims-the-input-in-place"),
+    dict(rule="an impossible allowance raises, instead of returning an oversized history",
+         test="fit-refuses-impossible", wrong="returns-the-pins-when-nothing-fits"),
+    dict(rule="the error is ctxlab.BudgetError", test="fit-refuses-impossible", wrong="raises-value-error"),
+    dict(rule="the BudgetError gives the tokens needed and the allowance",
+         test="fit-error-gives-numbers", wrong="budget-error-without-numbers"),
+    # high_low_trim
+    dict(rule="over the high mark, trim down to the low mark", test="high-low-trims-to-low",
+         wrong="trims-every-step-to-the-high-mark"),
+    dict(rule="between the marks nothing is trimmed", test="high-low-waits-for-high-mark",
+         wrong="trims-whenever-over-the-low-mark"),
+    dict(rule="exactly at the high mark nothing is trimmed (<=)", test="high-low-high-mark-inclusive",
+         wrong="trims-at-the-high-mark"),
+    dict(rule="the view is measured with the given count", test="high-low-uses-count", wrong="measures-with-the-default-count"),
+    dict(rule="count is passed on to fit", test="high-low-uses-count", wrong="fits-with-the-default-count"),
+    # count_trims
+    dict(rule="the view carries over: it is what the last trim kept plus the new messages",
+         test="count-trims-replay", wrong="trims-the-whole-history-each-lap"),
+    dict(rule="the view stops before the assistant message about to be sent",
+         test="count-trims-view-carries-over", wrong="puts-the-call-in-its-own-view"),
+    dict(rule="the given trim is the one called", test="count-trims-uses-trim", wrong="ignores-the-trim-argument"),
+    dict(rule="trim is called once per model call, not after the last one",
+         test="count-trims-uses-trim", wrong="trims-once-more-after-the-last-call"),
+    dict(rule="a lap counts once however many messages it dropped",
+         test="count-trims-counts-laps-that-dropped", wrong="counts-dropped-messages"),
+    dict(rule="only laps where the trim dropped something count",
+         test="count-trims-counts-laps-that-dropped", wrong="counts-every-lap-over-the-low-mark"),
+    dict(rule="without trim, count_trims uses high_low_trim", test="count-trims-default-trim",
+         wrong="default-trim-fits-to-the-high-mark"),
 ]

@@ -1,141 +1,422 @@
-"""Known wrong answers for lesson 05-age-compression; each must fail the named tests when graded."""
+"""Known wrong answers for lesson 05-age-compression; each must fail the named tests when graded.
 
-COMPRESS = '''
+Each wrong answer breaks one rule of an exercise (``RULES`` at the end maps every rule to the
+test that checks it and to a wrong answer that breaks only that rule).
+"""
+
+from string import Template
+
+# --- compress: the reference solution, with one part swapped out at a time ---------------------
+
+COMPRESS = Template('''
 def compress(result, max_chars):
     if isinstance(result, list):
+$list_start
         text = json.dumps(result)
-        if len(text) <= max_chars:
+        if len(text) $fits max_chars:
             return text
         for k in range(len(result), -1, -1):
-            note = {list_note}
+            note = $list_note
             head = json.dumps(result[:k])
-            if {list_fits}:
+            if $list_fits:
                 return head + note
-        return ""
-    text = result if isinstance(result, str) else json.dumps(result)
-    if len(text) <= max_chars:
+        return note[-max_chars:]
+    text = $as_text
+    if len(text) $fits max_chars:
         return text
-    note = {text_note}
-    return text[: {keep}] + note
-'''
-LIST_NOTE = 'f"\\n[{len(result) - k} more items not shown, {len(result)} in all]"'
-TEXT_NOTE = 'f"\\n[truncated from {len(text):,} chars]"'
+    note = $text_note
+    return $cut
+''')
+COMPRESS_PARTS = dict(
+    list_start="",
+    fits="<=",
+    list_note='f"\\n[{len(result) - k} more items not shown, {len(result)} in all]"',
+    list_fits="len(head) + len(note) <= max_chars",
+    as_text="result if isinstance(result, str) else json.dumps(result)",
+    text_note='f"\\n[truncated from {len(text):,} chars]"',
+    cut="text[: max(0, max_chars - len(note))] + note",
+)
 
-HISTORY = '''
-def compress_history(messages, step, keep_full_for=2, max_chars=1_000):
+
+def compress_with(**changes: str) -> str:
+    assert set(changes) <= set(COMPRESS_PARTS), set(changes) - set(COMPRESS_PARTS)
+    return COMPRESS.substitute({**COMPRESS_PARTS, **changes})
+
+
+# --- compress_history ----------------------------------------------------------------------------
+
+HISTORY = Template('''
+def compress_history(messages, step, keep_full_for=$keep_default, max_chars=$cap_default):
     out = []
     for message in messages:
-        if {condition}:
-            {action}
+        if $condition:
+            $action
         else:
             out.append(message)
     return out
-'''
-OLD_TOOL = 'message["role"] == "tool" and step - message["step"] > keep_full_for'
-COPY = 'out.append({**message, "content": ctxlab.compress(message["content"], max_chars)})'
+''')
+HISTORY_PARTS = dict(
+    keep_default="2",
+    cap_default="1_000",
+    condition='message["role"] == "tool" and step - message["step"] > keep_full_for',
+    action='out.append({**message, "content": ctxlab.compress(message["content"], max_chars)})',
+)
 
-STORE = '''
+
+def history_with(**changes: str) -> str:
+    assert set(changes) <= set(HISTORY_PARTS), set(changes) - set(HISTORY_PARTS)
+    return HISTORY.substitute({**HISTORY_PARTS, **changes})
+
+
+# --- ResultStore ---------------------------------------------------------------------------------
+
+STORE = Template('''
 class ResultStore:
     def __init__(self, path=":memory:"):
-        {init}
+$init
 
     def save(self, message):
-        {save}
+$save
 
     def resolve(self, ref):
-        {resolve}
+$resolve
 
     def close(self):
-        {close}
-'''
-SQL_INIT = """self.db = sqlite3.connect(path)
-        self.db.execute("CREATE TABLE IF NOT EXISTS results (id INTEGER PRIMARY KEY, tool_call_id TEXT, content TEXT)")"""
-SQL_RESOLVE = """row = self.db.execute("SELECT content FROM results WHERE id = ?", (ref,)).fetchone() if str(ref).isdigit() else None
+$close
+''')
+STORE_PARTS = dict(
+    init='''        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS results (id INTEGER PRIMARY KEY, tool_call_id TEXT, content TEXT NOT NULL)")
+        self.db.commit()''',
+    save='''        cursor = self.db.execute("INSERT INTO results (tool_call_id, content) VALUES (?, ?)",
+                                 (message.get("tool_call_id"), message["content"]))
+        self.db.commit()
+        return f"result-{cursor.lastrowid}"''',
+    resolve='''        number = ref.removeprefix("result-") if isinstance(ref, str) else ""
+        row = None
+        if number.isdigit():
+            row = self.db.execute("SELECT content FROM results WHERE id = ?", (int(number),)).fetchone()
         if row is None:
-            raise KeyError(ref)
-        return row[0]"""
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]''',
+    close="        self.db.close()",
+)
+
+
+def store_with(**changes: str) -> str:
+    assert set(changes) <= set(STORE_PARTS), set(changes) - set(STORE_PARTS)
+    return STORE.substitute({**STORE_PARTS, **changes})
+
 
 WRONG_ANSWERS = [
+    # compress -------------------------------------------------------------------------------------
     dict(
         name="cuts-without-saying-what",
         cell="compress-result",
-        source=COMPRESS.format(list_note='""', list_fits="len(head) <= max_chars", text_note='""', keep="max_chars"),
-        fails=["compress-list-counts-items", "compress-text-says-chars"],
+        source=compress_with(list_note='""', text_note='""'),
+        fails=["compress-visible", "compress-text-says-chars"],
     ),
     dict(
         name="note-not-counted-in-the-cap",
         cell="compress-result",
-        source=COMPRESS.format(list_note=LIST_NOTE, list_fits="len(head) <= max_chars", text_note=TEXT_NOTE, keep="max_chars"),
-        fails=["compress-never-exceeds"],
+        source=compress_with(list_fits="len(head) <= max_chars", cut="text[:max_chars] + note"),
+        fails=["compress-visible", "compress-never-exceeds"],
     ),
+    dict(
+        name="cuts-a-result-of-exactly-max-chars",
+        cell="compress-result",
+        source=compress_with(fits="<"),
+        fails=["compress-exact-fit-unchanged"],
+    ),
+    dict(
+        name="keeps-the-end-of-the-text",
+        cell="compress-result",
+        source=compress_with(cut="note.lstrip() + text[len(text) - max(0, max_chars - len(note)):]"),
+        fails=["compress-visible", "compress-text-keeps-start"],
+    ),
+    dict(
+        name="keeps-half-the-room",
+        cell="compress-result",
+        source=compress_with(cut="text[: max(0, max_chars - len(note)) // 2] + note"),
+        fails=["compress-visible", "compress-text-keeps-start"],
+    ),
+    dict(
+        name="note-without-the-original-length",
+        cell="compress-result",
+        source=compress_with(text_note='"\\n[truncated]"'),
+        fails=["compress-visible", "compress-text-says-chars"],
+    ),
+    dict(
+        name="length-without-thousands-separators",
+        cell="compress-result",
+        source=compress_with(text_note='f"\\n[truncated from {len(text)} chars]"'),
+        fails=["compress-text-says-chars"],
+    ),
+    dict(
+        name="list-head-must-leave-room-to-spare",
+        cell="compress-result",
+        source=compress_with(list_fits="len(head) + len(note) < max_chars"),
+        fails=["compress-list-keeps-most-items"],
+    ),
+    dict(
+        name="list-note-without-the-total",
+        cell="compress-result",
+        source=compress_with(list_note='f"\\n[{len(result) - k} more items not shown]"'),
+        fails=["compress-visible", "compress-list-counts-items"],
+    ),
+    dict(
+        name="keeps-the-last-items",
+        cell="compress-result",
+        source=compress_with(list_fits="len(json.dumps(result[len(result) - k:])) + len(note) <= max_chars").replace(
+            "                return head + note", "                return json.dumps(result[len(result) - k:]) + note"),
+        fails=["compress-visible", "compress-list-counts-items"],
+    ),
+    dict(
+        name="dict-as-python-text",
+        cell="compress-result",
+        source=compress_with(as_text="result if isinstance(result, str) else str(result)"),
+        fails=["compress-dict-as-json"],
+    ),
+    dict(
+        name="pops-items-off-the-list",
+        cell="compress-result",
+        source=compress_with(list_start='''        total = len(result)
+        while result and len(json.dumps(result)) + len(f"\\n[{total - len(result)} more items not shown, {total} in all]") > max_chars:
+            result.pop()  # drop items from the end until it fits
+        if len(result) < total:
+            return json.dumps(result) + f"\\n[{total - len(result)} more items not shown, {total} in all]"'''),
+        fails=["compress-leaves-result-unchanged"],
+    ),
+    # compress_history -----------------------------------------------------------------------------
     dict(
         name="compresses-recent-results",
         cell="compress-history",
-        source=HISTORY.format(condition='message["role"] == "tool" and step - message["step"] >= keep_full_for', action=COPY),
-        fails=["compress-history-recent-untouched"],
+        source=history_with(condition='message["role"] == "tool" and step - message["step"] >= keep_full_for'),
+        fails=["compress-history-visible", "compress-history-recent-untouched"],
+    ),
+    dict(
+        name="ignores-keep-full-for",
+        cell="compress-history",
+        source=history_with(condition='message["role"] == "tool" and step - message["step"] > 2'),
+        fails=["compress-history-keep-full-for"],
+    ),
+    dict(
+        name="slices-instead-of-compressing",
+        cell="compress-history",
+        source=history_with(action='out.append({**message, "content": message["content"][:max_chars]})'),
+        fails=["compress-history-older-compressed"],
+    ),
+    dict(
+        name="ignores-max-chars",
+        cell="compress-history",
+        source=history_with(action='out.append({**message, "content": ctxlab.compress(message["content"], 1_000)})'),
+        fails=["compress-history-max-chars"],
+    ),
+    dict(
+        name="default-cap-of-2000-chars",
+        cell="compress-history",
+        source=history_with(cap_default="2_000"),
+        fails=["compress-history-defaults"],
     ),
     dict(
         name="loses-tool-call-id",
         cell="compress-history",
-        source=HISTORY.format(
-            condition=OLD_TOOL,
-            action='out.append({"role": "tool", "content": ctxlab.compress(message["content"], max_chars), "step": message["step"]})',
-        ),
+        source=history_with(action='out.append({"role": "tool", "content": ctxlab.compress(message["content"], max_chars), "step": message["step"]})'),
         fails=["compress-history-keeps-tool-call-id"],
+    ),
+    dict(
+        name="rebuilds-the-result-without-its-step",
+        cell="compress-history",
+        source=history_with(action='out.append({"role": "tool", "tool_call_id": message["tool_call_id"], "content": ctxlab.compress(message["content"], max_chars)})'),
+        fails=["compress-history-keeps-other-fields"],
     ),
     dict(
         name="touches-user-and-system-messages",
         cell="compress-history",
-        source=HISTORY.format(
-            condition='isinstance(message.get("content"), str) and step - message["step"] > keep_full_for',
-            action=COPY,
-        ),
+        source=history_with(condition='isinstance(message.get("content"), str) and step - message["step"] > keep_full_for'),
         fails=["compress-history-non-tool-untouched"],
     ),
     dict(
         name="mutates-the-history",
         cell="compress-history",
-        source=HISTORY.format(
-            condition=OLD_TOOL,
-            action='message["content"] = ctxlab.compress(message["content"], max_chars)\n            out.append(message)',
-        ),
-        fails=["compress-history-input-unchanged"],
+        source=history_with(action='message["content"] = ctxlab.compress(message["content"], max_chars)\n            out.append(message)'),
+        fails=["compress-history-visible", "compress-history-input-unchanged"],
     ),
+    # ResultStore ----------------------------------------------------------------------------------
     dict(
         name="reference-cannot-be-resolved",
         cell="result-store",
-        source=STORE.format(
-            init=SQL_INIT,
-            save="""self.db.execute("INSERT INTO results (tool_call_id, content) VALUES (?, ?)", (message["tool_call_id"], message["content"]))
+        source=store_with(save='''        self.db.execute("INSERT INTO results (tool_call_id, content) VALUES (?, ?)", (message.get("tool_call_id"), message["content"]))
         self.db.commit()
-        return message["tool_call_id"]""",
-            resolve=SQL_RESOLVE,
-            close="self.db.close()",
+        return f"call-{message.get('tool_call_id')}"'''),
+        fails=["result-store-visible", "result-store-resolves"],
+    ),
+    dict(
+        name="keyed-by-tool-call-id",
+        cell="result-store",
+        source=store_with(
+            init='''        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS results (ref TEXT PRIMARY KEY, content TEXT NOT NULL)")
+        self.db.commit()''',
+            save='''        ref = f"result-{message['tool_call_id']}"
+        self.db.execute("INSERT OR REPLACE INTO results (ref, content) VALUES (?, ?)", (ref, message["content"]))
+        self.db.commit()
+        return ref''',
+            resolve='''        row = self.db.execute("SELECT content FROM results WHERE ref = ?", (str(ref),)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]''',
         ),
-        fails=["result-store-resolves", "result-store-survives-reopen"],
+        fails=["result-store-references-unique"],
+    ),
+    dict(
+        name="resolve-parses-json",
+        cell="result-store",
+        source=store_with(resolve=STORE_PARTS["resolve"].replace(
+            "        return row[0]", "        try:\n            return json.loads(row[0])  # structured results come back structured\n        except ValueError:\n            return row[0]")),
+        fails=["result-store-returns-the-saved-string"],
     ),
     dict(
         name="store-never-commits",
         cell="result-store",
-        source=STORE.format(
-            init=SQL_INIT,
-            save="""return str(self.db.execute("INSERT INTO results (tool_call_id, content) VALUES (?, ?)", (message.get("tool_call_id"), message["content"])).lastrowid)""",
-            resolve=SQL_RESOLVE,
-            close="self.db.close()",
-        ),
+        source=store_with(save='''        cursor = self.db.execute("INSERT INTO results (tool_call_id, content) VALUES (?, ?)",
+                                 (message.get("tool_call_id"), message["content"]))
+        return f"result-{cursor.lastrowid}"'''),
         fails=["result-store-survives-reopen"],
     ),
     dict(
         name="store-only-in-memory",
         cell="result-store",
-        source=STORE.format(
-            init="self.results = {}",
-            save="""ref = f"result-{len(self.results)}"
+        source=store_with(
+            init="        self.results = {}",
+            save='''        ref = f"result-{len(self.results)}"
         self.results[ref] = message["content"]
-        return ref""",
-            resolve="return self.results[ref]",
-            close="pass",
+        return ref''',
+            resolve='''        if ref not in self.results:
+            raise KeyError(f"no stored result {ref!r}")
+        return self.results[ref]''',
+            close="        self.results = None",
         ),
         fails=["result-store-survives-reopen"],
     ),
+    dict(
+        name="creates-the-table-every-time",
+        cell="result-store",
+        source=store_with(init=STORE_PARTS["init"].replace("CREATE TABLE IF NOT EXISTS", "CREATE TABLE")),
+        fails=["result-store-survives-reopen"],
+    ),
+    dict(
+        name="numbers-references-per-session",
+        cell="result-store",
+        source=store_with(
+            init='''        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS results (ref TEXT PRIMARY KEY, content TEXT NOT NULL)")
+        self.db.commit()
+        self.saved = 0''',
+            save='''        self.saved += 1
+        ref = f"result-{self.saved}"
+        self.db.execute("INSERT OR REPLACE INTO results (ref, content) VALUES (?, ?)", (ref, message["content"]))
+        self.db.commit()
+        return ref''',
+            resolve='''        row = self.db.execute("SELECT content FROM results WHERE ref = ?", (str(ref),)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]''',
+        ),
+        fails=["result-store-new-references-after-reopen"],
+    ),
+    dict(
+        name="unknown-reference-returns-none",
+        cell="result-store",
+        source=store_with(resolve=STORE_PARTS["resolve"].replace('            raise KeyError(f"no stored result {ref!r}")', "            return None")),
+        fails=["result-store-unknown-reference"],
+    ),
+    dict(
+        name="crashes-on-an-unknown-reference",
+        cell="result-store",
+        source=store_with(resolve='''        number = ref.removeprefix("result-") if isinstance(ref, str) else ""
+        if not number.isdigit():
+            raise KeyError(f"no stored result {ref!r}")
+        return self.db.execute("SELECT content FROM results WHERE id = ?", (int(number),)).fetchone()[0]'''),
+        fails=["result-store-unknown-reference"],
+    ),
+    dict(
+        name="malformed-reference-raises-value-error",
+        cell="result-store",
+        source=store_with(resolve='''        row = self.db.execute("SELECT content FROM results WHERE id = ?", (int(ref.split("-")[-1]),)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''),
+        fails=["result-store-unknown-reference"],
+    ),
+    dict(
+        name="key-error-without-the-reference",
+        cell="result-store",
+        source=store_with(resolve=STORE_PARTS["resolve"].replace('KeyError(f"no stored result {ref!r}")', 'KeyError("no such result")')),
+        fails=["result-store-error-names-reference"],
+    ),
+    dict(
+        name="close-does-nothing",
+        cell="result-store",
+        source=store_with(close="        pass  # sqlite closes the file when the program ends"),
+        fails=["result-store-close-closes"],
+    ),
+]
+
+RULES = [
+    # compress
+    dict(rule="cut text and lists say that they were cut", test="compress-text-says-chars", wrong="cuts-without-saying-what"),
+    dict(rule="the note counts in the cap: never more than max_chars", test="compress-never-exceeds",
+         wrong="note-not-counted-in-the-cap"),
+    dict(rule="a result of exactly max_chars fits (<=)", test="compress-exact-fit-unchanged",
+         wrong="cuts-a-result-of-exactly-max-chars"),
+    dict(rule="cut text keeps its start", test="compress-text-keeps-start", wrong="keeps-the-end-of-the-text"),
+    dict(rule="cut text keeps the longest start that fits", test="compress-text-keeps-start", wrong="keeps-half-the-room"),
+    dict(rule="the text note gives the original length", test="compress-text-says-chars",
+         wrong="note-without-the-original-length"),
+    dict(rule="the original length is written with thousands separators ({:,})", test="compress-text-says-chars",
+         wrong="length-without-thousands-separators"),
+    dict(rule="a cut list keeps the largest k whose head and note fit (<=)", test="compress-list-keeps-most-items",
+         wrong="list-head-must-leave-room-to-spare"),
+    dict(rule="the list note gives the items left out and the total", test="compress-list-counts-items",
+         wrong="list-note-without-the-total"),
+    dict(rule="a cut list keeps its first items, in order", test="compress-list-counts-items", wrong="keeps-the-last-items"),
+    dict(rule="a dict is compressed as json.dumps(result)", test="compress-dict-as-json", wrong="dict-as-python-text"),
+    dict(rule="the result passed in is not modified", test="compress-leaves-result-unchanged", wrong="pops-items-off-the-list"),
+    # compress_history
+    dict(rule="a result exactly keep_full_for laps old stays in full (>, not >=)", test="compress-history-recent-untouched",
+         wrong="compresses-recent-results"),
+    dict(rule="keep_full_for is used", test="compress-history-keep-full-for", wrong="ignores-keep-full-for"),
+    dict(rule="older results become ctxlab.compress(content, max_chars)", test="compress-history-older-compressed",
+         wrong="slices-instead-of-compressing"),
+    dict(rule="max_chars is used", test="compress-history-max-chars", wrong="ignores-max-chars"),
+    dict(rule="the defaults are keep_full_for=2 and max_chars=1_000", test="compress-history-defaults",
+         wrong="default-cap-of-2000-chars"),
+    dict(rule="a compressed result keeps its tool_call_id", test="compress-history-keeps-tool-call-id", wrong="loses-tool-call-id"),
+    dict(rule="a compressed result keeps every other field", test="compress-history-keeps-other-fields",
+         wrong="rebuilds-the-result-without-its-step"),
+    dict(rule="messages that are not tool results are never changed", test="compress-history-non-tool-untouched",
+         wrong="touches-user-and-system-messages"),
+    dict(rule="the history passed in is not modified", test="compress-history-input-unchanged", wrong="mutates-the-history"),
+    # ResultStore
+    dict(rule="a reference save() returns resolves to its result", test="result-store-resolves", wrong="reference-cannot-be-resolved"),
+    dict(rule="every save gets its own reference, even with a shared tool_call_id", test="result-store-references-unique",
+         wrong="keyed-by-tool-call-id"),
+    dict(rule="resolve returns exactly the string that was saved", test="result-store-returns-the-saved-string",
+         wrong="resolve-parses-json"),
+    dict(rule="save commits", test="result-store-survives-reopen", wrong="store-never-commits"),
+    dict(rule="results are kept in the database file, not in memory", test="result-store-survives-reopen",
+         wrong="store-only-in-memory"),
+    dict(rule="opening an existing file keeps its table (CREATE TABLE IF NOT EXISTS)", test="result-store-survives-reopen",
+         wrong="creates-the-table-every-time"),
+    dict(rule="references stay unique after the file is reopened", test="result-store-new-references-after-reopen",
+         wrong="numbers-references-per-session"),
+    dict(rule="an unknown reference raises, it does not return None", test="result-store-unknown-reference",
+         wrong="unknown-reference-returns-none"),
+    dict(rule="an unknown reference raises KeyError, not another error", test="result-store-unknown-reference",
+         wrong="crashes-on-an-unknown-reference"),
+    dict(rule="a malformed reference raises KeyError too", test="result-store-unknown-reference",
+         wrong="malformed-reference-raises-value-error"),
+    dict(rule="the KeyError names the reference", test="result-store-error-names-reference", wrong="key-error-without-the-reference"),
+    dict(rule="close() closes the connection", test="result-store-close-closes", wrong="close-does-nothing"),
 ]
