@@ -60,7 +60,7 @@ LESSON = "01-budget"
 # falling back to ctxlab's reference, and course/ released with the kernel's full
 # `language_info`). Until then a blank lesson's Run All stops at its first unfinished exercise,
 # the check is run from a cell this test adds, and a lesson opens marked unsaved.
-NOTEBOOK_EDITS_LANDED = False
+NOTEBOOK_EDITS_LANDED = True
 WIDGET = ".ctxlab-window-widget"
 PICTURE = f"{WIDGET} .ctxlab-window"
 
@@ -321,8 +321,18 @@ class Page:
             timeout=timeout,
         )
 
-    def run_all(self) -> list[dict]:
+    def run_all(self, *, to_the_end: bool = True, timeout: float = 240_000) -> list[dict]:
+        """Run All; with ``to_the_end``, wait until the last code cell has run (JupyterLab shows Idle
+        between cells and does not render cells out of view, so the status alone returns early)."""
         self._in_panel("return window.jupyterapp.commands.execute('notebook:run-all-cells');")
+        if to_the_end:
+            self.page.wait_for_function(
+                "() => { const p = window.jupyterapp.shell.currentWidget;"
+                " const cells = p.content.widgets.filter(c => c.model.type === 'code');"
+                " return cells.every(c => c.model.executionState !== 'running')"
+                " && cells.at(-1).model.executionCount !== null; }",
+                timeout=timeout,
+            )
         self.wait_idle()
         return self.cells()
 
@@ -418,7 +428,7 @@ def test_a_blank_lesson_opens_clean_runs_and_its_check_says_what_to_do(browser, 
     with opened(browser, lab, path, f"lab-{lesson}-blank") as page:
         if NOTEBOOK_EDITS_LANDED:
             assert not page.dirty(), "the lesson is marked unsaved before any edit"
-        cells = page.run_all()
+        cells = page.run_all(to_the_end=NOTEBOOK_EDITS_LANDED)
         ran = [c for c in cells if c["count"] is not None]
         checks = [i for i, c in enumerate(cells) if CHECK_ALL in c["source"]]
         assert checks, "the lesson has a ctxlab.check_all() cell"
@@ -502,7 +512,7 @@ def test_run_all_goes_past_a_failing_cell_only_when_it_is_tagged_raises_exceptio
         notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
         nbformat.write(notebook, folder / f"tagged-{tagged}.ipynb")
         with opened(browser, lab, f"run-all/tagged-{tagged}.ipynb", f"lab-run-all-{tagged}") as page:
-            cells = page.run_all()
+            cells = page.run_all(to_the_end=tagged)
             assert cells[1]["error"] and "NotImplementedError" in cells[1]["ename"]
             assert (cells[2]["count"] is not None) == tagged, [c["count"] for c in cells]
 
