@@ -219,12 +219,13 @@ def _gather():
             for name in files:
                 try:
                     with open(os.path.join(folder, name), errors="ignore") as handle:
-                        texts.append(handle.read(500_000))
+                        texts.append(handle.read(200_000))
                 except OSError:
                     pass
     for text in texts:
-        for line in str(text).splitlines():
-            _seen.add(line.strip())
+        for line in str(text)[:200_000].splitlines():
+            if 30 < len(line) < 400 and len(_seen) < 400_000:
+                _seen.add(line.strip())
 
 
 def count_chat(messages, enc=None):
@@ -249,16 +250,25 @@ def count_chat(messages, enc=None):
 
 
 def hidden_test_lines(course: str) -> list[str]:
-    """The distinctive lines of lesson 01's hidden tests (what the dump must never find)."""
+    """The distinctive lines of lesson 01's hidden tests (what the dump must never find): longer
+    than 30 characters and in no cell of the learner's version (``raise AssertionError(`` is
+    both in hidden tests and in Python's own library, so it proves nothing)."""
     import re
     from pathlib import Path
 
-    notebook = json.loads((Path(course) / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    def lines_of(cell):
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        return source
+
+    root = Path(course)
+    released = json.loads((root / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    visible = {line.strip() for c in released["cells"] for line in lines_of(c).splitlines()}
+    notebook = json.loads((root / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
     lines = []
     for c in notebook["cells"]:
-        source = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        for block in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", source, re.S):
-            lines += [line.strip() for line in block.splitlines() if len(line.strip()) > 20]
+        for block in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", lines_of(c), re.S):
+            lines += [line.strip() for line in block.splitlines()
+                      if len(line.strip()) > 30 and line.strip() not in visible]
     return lines
 
 
@@ -400,13 +410,13 @@ CASES = [
                                 "get_ipython().input_transformers_cleanup.append("
                                 "lambda lines: ['pass\\n'] if any('assert' in line for line in lines) else lines)"),
          "count-chat-zero", ()),
-    Case("monkeypatch", "count_chat counts only framing, and ctxlab, tiktoken and builtins are patched to agree",
+    Case("monkeypatch", "count_chat counts only framing, and ctxlab's count_messages (the tests' reference) is "
+         "patched to agree",
          lambda r, a, p: after(
              solved(r, a, count_chat=FRAMING_ONLY), "count-chat",
-             "import builtins\nimport ctxlab\nimport tiktoken\n"
-             "ctxlab.count_messages = lambda messages, encoding=None: count_chat(messages)\n"
-             "tiktoken.Encoding.encode_ordinary = lambda self, text: []\n"
-             "builtins.sum = lambda *args, **kwargs: 0",
+             "import ctxlab\nimport ctxlab.tokens\n"
+             "ctxlab.count_messages = ctxlab.tokens.count_messages = "
+             "lambda messages, encoding=None: count_chat(messages)",
          ), "count-chat-zero", ()),
     Case("score-hook", "a blank notebook plus one cell that makes every later cell end with an execute_result "
          "(NaN, and a number far above the points)",
@@ -450,6 +460,8 @@ CHEATS = (
     SCORE_HOOK,
     *HOOKS,
     "import ctxlab\nctxlab.count_messages = lambda *a, **k: 9",
+    "import builtins, tiktoken\ntiktoken.Encoding.encode_ordinary = lambda self, text: []\n"
+    "builtins.sum = lambda *args, **kwargs: 0",
     "import sys\nsys.exit(0)",
     "from IPython.display import display\ndisplay({'text/plain': '1.0'}, raw=True)",
     "count_chat = billed_input = lambda *a, **k: 9",

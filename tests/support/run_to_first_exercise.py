@@ -1,12 +1,13 @@
-"""Run a learner notebook as a learner meets it: from the top, until the first unanswered exercise.
+"""Run a learner notebook as a learner meets it: from the top, as Run All does.
 
 Run by the Python of the environment under test (it needs nbclient and nbformat there):
 
     python run_to_first_exercise.py NOTEBOOK
 
-prints one JSON object: which cell stopped the run and why (execution stops at the first error),
-what the cells before it wrote to stderr, and where the kernel's Python and ctxlab came from.
-The notebook file is not changed.
+prints one JSON object: every cell that raised and why (execution stops at the first error of a
+cell without the ``raises-exception`` tag, as in JupyterLab; the lessons tag their visible tests
+and concept checks), what the cells wrote to stderr, and where the kernel's Python and ctxlab
+came from. The notebook file is not changed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def run(path: Path, *, timeout: int = 120) -> dict:
         "cells": len(cells),
         "executed": sum(1 for c in cells if c.cell_type == "code" and c.get("execution_count")),
         "stopped": None,
+        "errors": [],
         "stderr": [],
         "setup_output": next(
             ("".join(_text(o) for o in c.get("outputs", [])) for c in cells if c.cell_type == "code"), ""
@@ -56,14 +58,19 @@ def run(path: Path, *, timeout: int = 120) -> dict:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream" and output.get("name") == "stderr":
                 result["stderr"].append({"cell": index, "text": output["text"][-500:]})
-            if output.get("output_type") == "error" and result["stopped"] is None:
-                result["stopped"] = {
+            if output.get("output_type") == "error":
+                error = {
                     "cell": index,
                     "ename": output["ename"],
                     "evalue": output["evalue"][-500:],
                     "nbgrader": cell.get("metadata", {}).get("nbgrader", {}),
+                    "tags": cell.get("metadata", {}).get("tags", []),
                     "source": "".join(cell.source)[:300],
                 }
+                result["errors"].append(error)
+                if result["stopped"] is None and "raises-exception" not in error["tags"]:
+                    result["stopped"] = error
+    result["last_ran"] = bool(cells) and cells[-1].cell_type == "code" and bool(cells[-1].get("execution_count"))
     return result
 
 
