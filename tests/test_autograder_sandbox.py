@@ -106,3 +106,36 @@ def test_the_grade_command_says_what_to_fix(tmp_path, args, message):
     )
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
+
+
+def test_as_root_without_a_pids_cgroup_grading_is_refused(monkeypatch):
+    """RLIMIT_NPROC does not hold for root: without a cgroup to cap processes, refuse."""
+    monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox_module, "pids_root", lambda: None)
+    with pytest.raises(SandboxUnavailable, match="pids"):
+        sandbox_module.probe(isolated(), [])
+
+
+def test_folders_a_kernel_left_without_write_permission_are_removed(tmp_path):
+    from autograder.limits import remove_tree
+
+    locked = tmp_path / "runtime" / "kernel-x" / "locked"
+    locked.mkdir(parents=True)
+    (locked / "file.bin").write_bytes(b"x")
+    locked.chmod(0o500)
+    locked.parent.chmod(0o500)
+    remove_tree(tmp_path / "runtime")
+    assert not (tmp_path / "runtime").exists()
+
+
+def test_a_process_group_caps_the_processes_of_a_kernel():
+    from autograder.limits import pids_root, process_group, remove_group
+
+    if pids_root() is None:
+        pytest.skip("no writable pids cgroup here")
+    procs = process_group(12)
+    try:
+        assert (procs.parent / "pids.max").read_text().strip() == "12"
+    finally:
+        remove_group(procs)
+    assert not procs.parent.exists()
