@@ -57,11 +57,14 @@ from traitlets import Integer
 
 from .kernel import LimitedKernelClient, SandboxedKernelManager
 from .sandbox import JUDGING_PACKAGE, Sandbox
+from .skipping import cells_to_skip
 
 __all__ = ["GuardedExecute", "ExecutionContext", "JudgeSpec", "Event"]
 
 KEEP_ERROR_CHARS = 4000
 SOCKET = "judge.sock"
+SKIPPED_NOTE = ("[not run while grading: this is one of the lesson's demonstrations, and nothing graded "
+                "depends on it]\n")
 # Errors in a learner's cell that need no note: an unanswered exercise's stub, and running out
 # of memory (noted on its own).
 QUIET_ERRORS = {"NotImplementedError", "MemoryError"}
@@ -108,6 +111,10 @@ class ExecutionContext:
     files: dict[str, str] = field(default_factory=dict)
     judge: JudgeSpec = field(default_factory=JudgeSpec)
     events: list[Event] = field(default_factory=list)
+    # The released notebook's demonstrations and locked non-test cells, which grading leaves out
+    # when nothing that runs later needs them (autograder.skipping); empty: run every cell.
+    lesson_cells: set[str] = field(default_factory=set)
+    skipped: list[int] = field(default_factory=list)  # the cells left out, filled in while grading
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:
@@ -222,8 +229,13 @@ class GuardedExecute(Execute):
         try:
             # The two kernels start side by side (the judge's does not touch self.km and self.kc).
             await asyncio.gather(self._start_judge(), self._start_kernel())
+            skipped = self._cells_to_skip()
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
+                    continue
+                if index in skipped:
+                    cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=SKIPPED_NOTE)]
+                    self.context.skipped.append(index)
                     continue
                 if self._restarts > self.max_restarts or self._time_is_up(index):
                     if _is_test(cell):
@@ -240,6 +252,22 @@ class GuardedExecute(Execute):
         finally:
             await self._stop_kernel()
             await self._stop_judge()
+
+    def _cells_to_skip(self) -> set[int]:
+        """The lesson's own cells nothing graded needs (:mod:`autograder.skipping`)."""
+        if not self.context.lesson_cells:
+            return set()
+        code = [i for i, cell in enumerate(self.nb.cells) if cell.cell_type == "code"]
+        answers = [n for n, i in enumerate(code) if utils.is_solution(self.nb.cells[i])]
+        if not answers:
+            return set()
+        sources = [self.nb.cells[i].source for i in code]
+        runs = ["" if _is_test(self.nb.cells[i]) or not self.nb.cells[i].source.strip() else self.nb.cells[i].source
+                for i in code]
+        skip = cells_to_skip(sources, runs, first_answer=answers[0], lesson_cells=self.context.lesson_cells,
+                             answer_names=self.context.judge.answer_names,
+                             locked=[utils.is_locked(self.nb.cells[i]) for i in code])
+        return {code[n] for n in skip}
 
     def _time_is_up(self, index: int) -> bool:
         if self._deadline is None or time.monotonic() < self._deadline:

@@ -65,7 +65,7 @@ from .template import PACKAGE_PARENT, Lesson, TemplateError, build_template
 __all__ = ["GradeOptions", "grade_class", "register", "parse_lessons", "parse_shard", "shard_of", "write_outputs",
            "GRADER_VERSION", "GradingRefused", "RUN_FILE"]
 
-GRADER_VERSION = "2"  # 2: test cells are judged in their own kernel
+GRADER_VERSION = "3"  # 2: test cells are judged in their own kernel; 3: demonstrations nothing needs are left out
 JUDGING_DIR = Path(__file__).resolve().parent / "judging"
 RUN_FILE = "run.json"
 
@@ -89,12 +89,13 @@ class GradeOptions:
     fresh: bool = False
     quiet: bool = False
     shard: tuple[int, int] | None = None  # (K, N): grade only the K-th of N shares of the class
+    every_cell: bool = False  # run the lesson's demonstrations too, even when nothing graded needs them
 
     def key(self, lessons: dict[str, Lesson]) -> str:
         """What a kept result must match to be reused (the submission's digest is added to it)."""
         decisive = {
             "version": GRADER_VERSION, "limits": asdict(self.limits), "sandbox": self.sandbox,
-            "lessons": {name: lesson.digest for name, lesson in sorted(lessons.items())},
+            "every_cell": self.every_cell, "lessons": {name: lesson.digest for name, lesson in sorted(lessons.items())},
         }
         return hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()
 
@@ -198,7 +199,7 @@ class _Grader:
             "options": {
                 "limits": asdict(self.options.limits), "sandbox": self.sandbox.isolated,
                 "readonly": list(self.sandbox.readonly), "judging_dir": self.sandbox.judging_dir,
-                "student_timeout": self.options.student_timeout,
+                "student_timeout": self.options.student_timeout, "every_cell": self.options.every_cell,
             },
         }
         _write_json(work / "job.json", job)
@@ -240,6 +241,7 @@ class _Grader:
     def store(self, submission: Submission, work: Path, code: int | None) -> dict:
         result_path = work / "result.json"
         gradebook = None
+        peak_memory = None
         if code is None:
             lessons = _failed_result(submission, self.lessons, (
                 f"grading this student took longer than {self.options.student_timeout} s and was stopped; "
@@ -254,6 +256,7 @@ class _Grader:
         else:
             raw = json.loads(result_path.read_text(encoding="utf-8"))
             lessons = raw["lessons"]
+            peak_memory = raw.get("peak_memory_mb")
             try:
                 check_gradebook(Path(raw["gradebook"]), self.template / "root" / "gradebook.db", submission.student)
                 gradebook = self.out / "students" / f"{submission.student}.db"
@@ -273,6 +276,7 @@ class _Grader:
             "student": submission.student, "origin": submission.origin, "digest": submission.digest(),
             "key": self.key, "intake_notes": submission.notes, "lessons": lessons,
             "gradebook": str(gradebook) if gradebook else None,
+            "peak_memory_mb": peak_memory,  # of the worker so far and of its largest kernel
         }
         if code == 0 and gradebook is not None and all(r["status"] != "error" for r in lessons.values()):
             _write_json(self.out / "students" / f"{submission.student}.json", record)
@@ -431,6 +435,8 @@ def register(commands) -> None:
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run learners' code WITHOUT isolation (only for submissions you trust)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--every-cell", action="store_true",
+                        help="also run the lesson's demonstrations that nothing graded needs (slower; same grades)")
     parser.add_argument("--shard", metavar="K/N",
                         help="grade only the K-th of N shares of the class (join the shards with `merge`)")
     parser.set_defaults(func=_run)
@@ -448,6 +454,7 @@ def _run(args) -> int:
                                       output_bytes=args.max_output),
         sandbox=not args.no_sandbox,
         student_timeout=args.student_timeout, fresh=args.fresh, quiet=args.quiet, shard=shard,
+        every_cell=args.every_cell,
     )
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:

@@ -129,6 +129,7 @@ def _grade_lesson(root: Path, student: str, lesson, spec: dict, options: dict, r
     from .notebook import read_notebook
     from .restore import restore_tests
     from .sandbox import Limits, Sandbox
+    from .skipping import lesson_cell_sources
 
     result = {"status": "graded", "score": 0.0, "max_score": lesson.max_score, "origin": spec.get("origin", ""),
               "tests": [], "notes": [], "events": [], "autograded": None}
@@ -160,7 +161,8 @@ def _grade_lesson(root: Path, student: str, lesson, spec: dict, options: dict, r
                       judging_dir=options.get("judging_dir") or JUDGING_DIR, limits=limits)
     context = ExecutionContext(sandbox=sandbox, runtime_root=runtime, lesson=lesson.name,
                                files={name: str(source / name) for name in lesson.files},
-                               judge=JudgeSpec(answer_names=list(lesson.answer_names), forbid=dict(lesson.forbid)))
+                               judge=JudgeSpec(answer_names=list(lesson.answer_names), forbid=dict(lesson.forbid)),
+                               lesson_cells=set() if options.get("every_cell") else lesson_cell_sources(released.cells))
     try:
         _autograde(root, student, lesson, context, options)
     except Exception as err:
@@ -170,6 +172,7 @@ def _grade_lesson(root: Path, student: str, lesson, spec: dict, options: dict, r
         logging.getLogger("autograder").error("%s/%s: %s", student, lesson.name, traceback.format_exc())
         return result
     result["events"] = [e.as_dict() for e in context.events]
+    result["skipped_cells"] = len(context.skipped)
     graded = root / "autograded" / student / lesson.name / lesson.filename
     scores = _scores(root, student, lesson)
     cells = {}
@@ -212,10 +215,21 @@ def grade_student(job: dict) -> dict:
         options["deadline"] = time.time() + float(options["student_timeout"])
     try:
         for name, spec in job["lessons"].items():
+            started = time.perf_counter()
             results[name] = _grade_lesson(root, job["student"], lessons[name], spec, options, runtime)
+            results[name]["seconds"] = round(time.perf_counter() - started, 3)
     finally:
         remove_tree(runtime)
-    return {"student": job["student"], "lessons": results, "gradebook": str(root / "gradebook.db")}
+    return {"student": job["student"], "lessons": results, "gradebook": str(root / "gradebook.db"),
+            "peak_memory_mb": _peak_memory_mb()}
+
+
+def _peak_memory_mb() -> dict[str, float]:
+    """The largest resident size so far of this worker and of any kernel it started and ended."""
+    import resource
+
+    return {"worker": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "kernels": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
 
 
 def serve(lines, answer) -> None:
@@ -262,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     _limit_memory()
     warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy warnings; the result file says what matters
     _path_with_scripts()
+    if argv[0] in ("serve", "student"):
+        from .speed import install
+
+        install()  # nbgrader's per-notebook overheads, paid once by this worker
     if argv[0] == "serve":
         serve(sys.stdin, lambda word: print(word, flush=True))
         return 0

@@ -129,13 +129,15 @@ def test_solution_scores_full_marks(lesson, engine, graded_lesson):
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_solution_scores_full_marks_with_only_the_graded_cells(lesson, graded_lesson):
-    """Answer, test and locked cells stand alone: without the demonstrations the solution still
-    scores full marks, so wrong answers (graded that way, for speed) get the tests they would get
-    in the whole notebook."""
-    result = graded_lesson(lesson).results["solution-graded-cells-only"]
+    """Answer, test and locked cells stand alone: with its demonstrations deleted the solution
+    still scores full marks, and the grader, which leaves them out of a whole notebook when
+    nothing graded needs them (autograder/skipping.py), does leave some out."""
+    results = graded_lesson(lesson).results
+    result = results["solution-graded-cells-only"]
     lost = {k: v for k, v in result.cells.items() if v < result.max_cells[k]}
     assert not lost, f"{lesson}: without its demonstration cells the solution loses points in {lost}: " + str(
         {k: result.errors.get(k) for k in lost})
+    assert results["solution"].skipped_cells > 0, f"{lesson}: the grader ran every demonstration of the solution"
 
 
 @pytest.mark.slow

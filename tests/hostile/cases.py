@@ -366,9 +366,18 @@ def _escape(released, answers, paths):
     )
 
 
+def _uses_a_demonstration(released: dict, answers: dict, paths: Paths) -> dict:
+    """Honest answers, one of which reads a figure only a demonstration above it computes."""
+    billed = "LAPS_SEEN = len(per_lap)  # the demonstration above measured the run's laps\n" + answers["billed-input"]
+    return at_end(solved(released, answers, billed_input=billed), "print(f'{len(research)} messages')")
+
+
 CASES = [
     Case("honest", "the reference answers, in a zip archive as an LMS exports it",
          lambda r, a, p: solved(r, a), "full", (), layout="zip"),
+    Case("uses-a-demonstration", "honest answers, one of which reads a name that only a demonstration binds, "
+         "and a cell of its own that reads another: grading must run those demonstrations",
+         _uses_a_demonstration, "full", ()),
     Case("runaway", "an infinite loop, a loop that ignores SIGINT, and a memory bomb",
          lambda r, a, p: after(
              solved(r, a), None,

@@ -44,6 +44,7 @@ class Result:
     max_cells: dict[str, float] = field(default_factory=dict)
     stderr_cells: list[str] = field(default_factory=list)
     errors: dict[str, dict | None] = field(default_factory=dict)  # grade_id -> the failure (judge runs)
+    skipped_cells: int = 0  # demonstrations the grader left out (judge runs)
 
 
 @dataclass
@@ -170,9 +171,10 @@ def graded_cells_only(notebook: dict) -> dict:
 def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[WrongAnswer]]:
     """Release ``lesson`` in ``root``; its notebook's name and the students to grade.
 
-    The solution and the blank notebook are whole; ``solution-graded-cells-only`` and every
-    wrong answer keep only the cells that grading depends on (:func:`graded_cells_only`), which
-    makes a lesson's dozens of wrong answers quick to grade.
+    Every notebook is whole, as a learner hands it in: the grader itself leaves out the
+    demonstrations nothing graded needs (autograder/skipping.py), which makes a lesson's dozens
+    of wrong answers quick to grade. ``solution-graded-cells-only`` has its demonstrations
+    deleted outright (:func:`graded_cells_only`), a second proof that grading needs none of them.
     """
     nbgrader(root, "generate_assignment", lesson, "--force")
     (source_nb,) = sorted((root / "solutions" / lesson).glob("*.ipynb"))
@@ -184,7 +186,7 @@ def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[Wro
     for wrong in wrong_answers:
         if wrong.cell not in answers:
             raise ValueError(f"wrong answer {wrong.name!r} names {wrong.cell!r}, not an answer cell of {lesson}")
-        students[f"wrong-{wrong.name}"] = graded_cells_only(fill(released, {**answers, wrong.cell: wrong.source}))
+        students[f"wrong-{wrong.name}"] = fill(released, {**answers, wrong.cell: wrong.source})
     return source_nb.name, students, wrong_answers
 
 
@@ -241,5 +243,6 @@ def grade_lesson(lesson: str, workdir: Path, *, engine: str = "judge") -> Graded
                 if meta.get("grade") and any(o.get("name") == "stderr" for o in cell.get("outputs", [])):
                     result.stderr_cells.append(meta["grade_id"])
         result.errors = {t["grade_id"]: t.get("error") for t in graded["tests"]}
+        result.skipped_cells = int(graded.get("skipped_cells", 0))
         results[student] = result
     return GradedLesson(lesson, root, name, results, wrong_answers, run.stderr)
