@@ -59,7 +59,7 @@ from .kernel import LimitedKernelClient, SandboxedKernelManager
 from .sandbox import JUDGING_PACKAGE, Sandbox
 from .skipping import cells_to_skip
 
-__all__ = ["GuardedExecute", "ExecutionContext", "JudgeSpec", "Event"]
+__all__ = ["GuardedExecute", "ExecutionContext", "JudgeSpec", "JudgePool", "Event"]
 
 KEEP_ERROR_CHARS = 4000
 SOCKET = "judge.sock"
@@ -115,6 +115,54 @@ class ExecutionContext:
     # when nothing that runs later needs them (autograder.skipping); empty: run every cell.
     lesson_cells: set[str] = field(default_factory=set)
     skipped: list[int] = field(default_factory=list)  # the cells left out, filled in while grading
+    # Where this worker keeps judges that serve one notebook after another (see JudgePool);
+    # None: a new judge for every notebook.
+    judges: "JudgePool | None" = None
+
+
+@dataclass
+class _Judge:
+    km: SandboxedKernelManager
+    kc: object
+    channel: str
+    notebooks: int = 0
+
+
+class JudgePool:
+    """The judges a grading worker keeps between notebooks, one per lesson.
+
+    The judge runs only the lesson's own code, so it is trusted: after a notebook it is reset
+    (every name its setup and tests bound is forgotten, :func:`ctxlab_judging.judge.reset`) and
+    serves the next notebook of the same lesson, which saves a kernel start and ctxlab's import
+    and tokenizer load per notebook. A judge that stopped answering is never kept, and each is
+    replaced after ``max_notebooks``. Every learner still gets a new kernel of their own.
+    """
+
+    max_notebooks = 50
+
+    def __init__(self, root: str) -> None:
+        self.root = root  # outlives every student's own runtime folder
+        self._idle: dict[str, _Judge] = {}
+
+    def take(self, lesson: str) -> _Judge | None:
+        return self._idle.pop(lesson, None)
+
+    def keep(self, lesson: str, judge: _Judge) -> bool:
+        if judge.notebooks >= self.max_notebooks or lesson in self._idle:
+            return False
+        self._idle[lesson] = judge
+        return True
+
+    async def close(self) -> None:
+        """Stop every kept judge (when the worker ends)."""
+        for judge in self._idle.values():
+            with contextlib.suppress(Exception):
+                judge.kc.stop_channels()
+            with contextlib.suppress(Exception):
+                await ensure_async(judge.km.shutdown_kernel(now=True))
+            with contextlib.suppress(Exception):
+                judge.km.release()
+        self._idle.clear()
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:
@@ -224,11 +272,20 @@ class GuardedExecute(Execute):
         self.km = self.kc = None
         self.judge_km = self.judge_kc = None
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
-        self._channel = tempfile.mkdtemp(prefix="channel-", dir=self.context.runtime_root)
-        os.chmod(self._channel, 0o777)
+        pool = self.context.judges
+        kept = pool.take(self._judge_key()) if pool is not None else None
+        if kept is not None:
+            self._channel = kept.channel
+            self.judge_km, self.judge_kc = kept.km, kept.kc
+            self._judge_notebooks = kept.notebooks
+        else:
+            self._channel = tempfile.mkdtemp(prefix="channel-", dir=pool.root if pool else self.context.runtime_root)
+            os.chmod(self._channel, 0o777)
+            self._judge_notebooks = 0
         try:
             # The two kernels start side by side (the judge's does not touch self.km and self.kc).
-            await asyncio.gather(self._start_judge(), self._start_kernel())
+            await asyncio.gather(self._reset_judge() if kept is not None else self._start_judge(),
+                                 self._start_kernel())
             skipped = self._cells_to_skip()
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
@@ -251,7 +308,28 @@ class GuardedExecute(Execute):
             self.set_widgets_metadata()
         finally:
             await self._stop_kernel()
+            await self._keep_or_stop_judge()
+
+    def _judge_key(self) -> str:
+        return json.dumps([self.context.lesson, sorted(self.context.files.items())])
+
+    async def _reset_judge(self) -> None:
+        """Make a kept judge forget its last notebook; start a new one if it does not answer."""
+        report = await self._judge_call("__ctxlab_judge__.reset({nonce})")
+        if report is None or not report.get("ok"):
             await self._stop_judge()
+            await self._start_judge()
+
+    async def _keep_or_stop_judge(self) -> None:
+        pool = self.context.judges
+        if pool is not None and self.judge_km is not None and await ensure_async(self.judge_km.is_alive()):
+            judge = _Judge(self.judge_km, self.judge_kc, self._channel, self._judge_notebooks + 1)
+            # The judge must be idle: nothing of this notebook may still be running in it.
+            if (await self._judge_call("__ctxlab_judge__.end({nonce})", timeout=5) is not None
+                    and pool.keep(self._judge_key(), judge)):
+                self.judge_km = self.judge_kc = None
+                return
+        await self._stop_judge()
 
     def _cells_to_skip(self) -> set[int]:
         """The lesson's own cells nothing graded needs (:mod:`autograder.skipping`)."""
@@ -414,7 +492,7 @@ class GuardedExecute(Execute):
             self.judge_km, self.judge_kc = self.km, self.kc
             self.km, self.kc = learner
 
-    async def _judge_call(self, template: str) -> dict | None:
+    async def _judge_call(self, template: str, timeout: float | None = None) -> dict | None:
         """Evaluate a call of the judge module (``{nonce}`` filled in); its report, or None."""
         if self.judge_kc is None:
             return None
@@ -422,7 +500,8 @@ class GuardedExecute(Execute):
         expression = template.replace("{nonce}", repr(nonce))
         msg_id = self.judge_kc.execute("", silent=True, store_history=False, user_expressions={"r": expression},
                                        allow_stdin=False, stop_on_error=False)
-        reply = await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id, self.judge_timeout + 30)
+        reply = await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id,
+                                           self.judge_timeout + 30 if timeout is None else timeout)
         if reply is None:
             return None
         result = (reply["content"].get("user_expressions") or {}).get("r") or {}
@@ -457,8 +536,9 @@ class GuardedExecute(Execute):
 
     def _manager(self, *, judge: bool = False) -> SandboxedKernelManager:
         context = self.context
+        root = context.judges.root if judge and context.judges is not None else context.runtime_root
         return SandboxedKernelManager(
-            sandbox=context.sandbox, runtime_root=context.runtime_root, lesson=context.lesson,
+            sandbox=context.sandbox, runtime_root=root, lesson=context.lesson,
             files=context.files, channel_dir=self._channel, channel_writable=judge, config=self.config,
         )
 
@@ -479,6 +559,7 @@ class GuardedExecute(Execute):
                                "can import ctxlab (run with --verbose)")
 
     async def _start_judge(self) -> None:
+        self._judge_notebooks = 0
         km = self._manager(judge=True)
         self.judge_km = km
         await ensure_async(km.start_kernel(extra_arguments=self.extra_arguments))

@@ -17,6 +17,7 @@ scores from its gradebook, each test's error, and every note, in ``result.json``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -162,7 +163,8 @@ def _grade_lesson(root: Path, student: str, lesson, spec: dict, options: dict, r
     context = ExecutionContext(sandbox=sandbox, runtime_root=runtime, lesson=lesson.name,
                                files={name: str(source / name) for name in lesson.files},
                                judge=JudgeSpec(answer_names=list(lesson.answer_names), forbid=dict(lesson.forbid)),
-                               lesson_cells=set() if options.get("every_cell") else lesson_cell_sources(released.cells))
+                               lesson_cells=set() if options.get("every_cell") else lesson_cell_sources(released.cells),
+                               judges=_JUDGES.get("pool"))
     try:
         _autograde(root, student, lesson, context, options)
     except Exception as err:
@@ -225,15 +227,43 @@ def grade_student(job: dict) -> dict:
 
 
 def _peak_memory_mb() -> dict[str, float]:
-    """The largest resident size so far of this worker and of any kernel it started and ended."""
+    """The largest resident size this worker process has had so far (its kernels are separate
+    processes, each under its own ``--memory`` limit)."""
     import resource
 
-    return {"worker": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "kernels": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
+    return {"worker": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+_JUDGES: dict = {}  # this worker's JudgePool, while it serves (autograder.execute.JudgePool)
+
+
+@contextlib.contextmanager
+def kept_judges():
+    """Judges kept between notebooks for as long as this worker grades (stopped at the end)."""
+    import tempfile
+
+    from jupyter_core.utils import run_sync
+
+    from .execute import JudgePool
+
+    root = tempfile.mkdtemp(prefix="ctxlab-judges-")
+    _JUDGES["pool"] = JudgePool(root)
+    try:
+        yield _JUDGES["pool"]
+    finally:
+        pool = _JUDGES.pop("pool")
+        with contextlib.suppress(Exception):
+            run_sync(pool.close)()
+        remove_tree(Path(root))
 
 
 def serve(lines, answer) -> None:
     """Grade the job file named on each line of ``lines``; answer ``done`` or ``failed`` to each."""
+    with kept_judges():
+        _serve(lines, answer)
+
+
+def _serve(lines, answer) -> None:
     root_logger = logging.getLogger()
     for line in lines:
         job_path = Path(line.strip())
@@ -284,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         serve(sys.stdin, lambda word: print(word, flush=True))
         return 0
     job = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    result = grade_student(job) if argv[0] == "student" else release_lessons(job)
+    if argv[0] == "student":
+        with kept_judges():
+            result = grade_student(job)
+    else:
+        result = release_lessons(job)
     _write_json(Path(job["result"]), result)
     return 0
 

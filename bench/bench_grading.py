@@ -119,19 +119,18 @@ def time_parallel(submissions: Path, out: Path, lessons: list[str], jobs: int,
 
 def grader_records(out: Path) -> dict:
     """Seconds per notebook and peak memory per worker, from the grader's per-student records."""
-    seconds, workers, kernels = [], [], []
+    seconds, workers = [], []
     for path in sorted((out / "students").glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
         seconds += [lesson["seconds"] for lesson in record.get("lessons", {}).values() if "seconds" in lesson]
         peak = record.get("peak_memory_mb") or {}
         workers += [peak["worker"]] if "worker" in peak else []
-        kernels += [peak["kernels"]] if "kernels" in peak else []
     seconds.sort()
     return {
         "notebook_seconds_mean": round(sum(seconds) / len(seconds), 2) if seconds else None,
         "notebook_seconds_median": seconds[len(seconds) // 2] if seconds else None,
         "notebook_seconds_max": seconds[-1] if seconds else None,
-        "worker_peak_mb": max(workers, default=None), "kernel_peak_mb": max(kernels, default=None),
+        "worker_peak_mb": max(workers, default=None),
     }
 
 
@@ -213,8 +212,8 @@ def section(report: dict) -> str:
         f"All three include releasing the lessons into a new gradebook. Scores agree on every notebook: {agree}.\n\n"
         f"Per notebook: {report['seconds_per_notebook']:.2f} s of wall time; one worker takes "
         f"{report['notebook_seconds_median']} s (median) and {report['notebook_seconds_max']} s (longest) for "
-        f"one, everything included. Peak memory: {report['worker_peak_mb']} MB in a worker, "
-        f"{report['kernel_peak_mb']} MB in a kernel.\n"
+        f"one, everything included. Peak memory of a worker process: {report['worker_peak_mb']} MB "
+        "(each kernel is a process of its own, under `--memory`).\n"
     )
 
 

@@ -12,7 +12,9 @@ learner wrote. The grader calls, through ``user_expressions``:
   the learner defined: plain data as it is, functions, classes and objects as proxies
   (:class:`~.endpoint.Remote`). A name the learner did not define is left unbound, so the test
   fails with ``NameError`` as it would in the learner's kernel;
-* :func:`end` after it: close the connection and unbind the names.
+* :func:`end` after it: close the connection and unbind the names;
+* :func:`reset` between two notebooks, when one judge serves several in turn: forget the last
+  notebook (its connection and every name its setup and tests bound), keeping the listener.
 
 Each returns a JSON report; the grader trusts only reports that carry its nonce.
 """
@@ -29,7 +31,7 @@ from .endpoint import Endpoint
 from .errors import rebuild
 from .wire import ChannelError, Peer
 
-__all__ = ["start", "begin", "end"]
+__all__ = ["start", "begin", "end", "reset"]
 
 _state: dict = {"listener": None, "peer": None, "endpoint": None, "bound": [], "timeout": 60.0}
 
@@ -54,8 +56,44 @@ def _report(nonce: str, **fields) -> str:
     return json.dumps({"nonce": nonce, **fields})
 
 
+MEMO_TEXTS = 20_000  # token lists kept by _memoize_tokens, then forgotten all at once
+
+
+def _memoize_tokens() -> None:
+    """Remember the tokens of every text this judge encodes.
+
+    Tests count tokens of the same transcripts over and over (to check a learner's counts and
+    budgets), for one notebook after another; encoding is a pure function, so this kernel keeps
+    each text's tokens (as a tuple, handing out fresh lists). Only the judge's kernel does this:
+    the learner's kernel runs exactly as it would anywhere.
+    """
+    import tiktoken
+
+    if getattr(tiktoken.Encoding.encode_ordinary, "_ctxlab_memo", False):
+        return
+    original = tiktoken.Encoding.encode_ordinary
+    memo: dict[tuple[str, str], tuple[int, ...]] = {}
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if type(text) is not str:
+            return original(self, text)
+        key = (self.name, text)
+        tokens = memo.get(key)
+        if tokens is None:
+            tokens = tuple(original(self, text))
+            if len(memo) >= MEMO_TEXTS:
+                memo.clear()
+            memo[key] = tokens
+        return list(tokens)
+
+    encode_ordinary._ctxlab_memo = True
+    encode_ordinary.__doc__ = original.__doc__
+    tiktoken.Encoding.encode_ordinary = encode_ordinary
+
+
 def start(nonce: str, path: str, timeout: float) -> str:
-    """Listen on ``path`` and silence expression results in this kernel."""
+    """Listen on ``path``, silence expression results and remember token counts in this kernel."""
+    _memoize_tokens()
     shell = __import__("IPython").get_ipython()
     shell.ast_node_interactivity = "none"
     shell.display_formatter.active_types = []  # nothing a test does can emit an execute_result
@@ -139,3 +177,20 @@ def end(nonce: str) -> str:
     _state.update(peer=None, endpoint=None)
     sys.stdout.flush()
     return _report(nonce, ok=True, broken=broken)
+
+
+def reset(nonce: str) -> str:
+    """Forget the last notebook: its connection and every name in this kernel's namespace.
+
+    The next notebook's setup cells then run again here, as in a new kernel; what stays is
+    only what the grader's own code imported (modules are cached).
+    """
+    peer = _state.get("peer")
+    if peer is not None:
+        with contextlib.suppress(OSError):
+            peer.sock.close()
+    _state.update(peer=None, endpoint=None, bound=[])
+    shell = __import__("IPython").get_ipython()
+    shell.reset(new_session=True)
+    shell.user_ns["__ctxlab_judge__"] = sys.modules[__name__]
+    return _report(nonce, ok=True)
