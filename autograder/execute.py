@@ -117,7 +117,7 @@ class ExecutionContext:
     skipped: list[int] = field(default_factory=list)  # the cells left out, filled in while grading
     # Where this worker keeps judges that serve one notebook after another (see JudgePool);
     # None: a new judge for every notebook.
-    judges: "JudgePool | None" = None
+    judges: JudgePool | None = None
 
 
 @dataclass

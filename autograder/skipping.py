@@ -39,8 +39,8 @@ import ast
 import builtins
 import re
 import symtable
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 __all__ = ["cells_to_skip", "lesson_cell_sources", "REACHES_EVERYTHING"]
 

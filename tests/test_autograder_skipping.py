@@ -150,7 +150,7 @@ def test_each_lessons_solution_leaves_out_only_its_own_demonstrations(lesson):
 
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     meta = [c["metadata"].get("nbgrader", {}) for c in code]
-    runs = ["" if m.get("grade") and not m.get("solution") else text(c) for c, m in zip(code, meta)]
+    runs = ["" if m.get("grade") and not m.get("solution") else text(c) for c, m in zip(code, meta, strict=True)]
     first = next(i for i, m in enumerate(meta) if m.get("solution"))
     names = answer_names([text(c) for c in solution["cells"] if c["metadata"].get("nbgrader", {}).get("solution")])
     skip = cells_to_skip([text(c) for c in code], runs, first_answer=first,
