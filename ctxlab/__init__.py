@@ -66,10 +66,15 @@ from .summarising import (
 )
 from .watermarks import HighLowTrimmer, count_trims, replay_prompts
 
+# when to compact (lesson 03)
+# isort: split
+from .compaction import Compaction, CompactionTrigger, compaction_due
+
 # scratchpad, compression, store (lessons 04 and 05)
 # isort: split
 from .compression import compress, compress_history, restore
 from .errors import ReferenceNotFound, StoreError
+from .replanning import REPLAN_HEADER, REPLAN_KINDS, replan_after, replan_due, replan_message
 from .scratchpad import Scratchpad, is_scratchpad_message, update_scratchpad
 from .store import TrajectoryStore
 
@@ -78,6 +83,7 @@ from .store import TrajectoryStore
 from .assembler import Assembler
 from .assembly import AssemblyState, Context, build_context
 from .caching import prefix_reuse
+from .eviction import EVICTION_ORDER, SMALL_TALK_MAX_TOKENS, small_talk
 from .policies import Assemble, KeepEverything, Summarise, TruncateOldest
 from .replaying import LapRecord, ReplayResult, compare_runs, replay
 
@@ -157,10 +163,18 @@ __all__ = [
     "MemoryEvent",
     "MemoryLog",
     "EVENT_KINDS",
+    "compaction_due",
+    "CompactionTrigger",
+    "Compaction",
     # scratchpad, compression, store (lessons 04 and 05)
     "Scratchpad",
     "update_scratchpad",
     "is_scratchpad_message",
+    "replan_after",
+    "replan_due",
+    "replan_message",
+    "REPLAN_HEADER",
+    "REPLAN_KINDS",
     "compress",
     "compress_history",
     "restore",
@@ -172,6 +186,9 @@ __all__ = [
     "Assembler",
     "AssemblyState",
     "Context",
+    "EVICTION_ORDER",
+    "SMALL_TALK_MAX_TOKENS",
+    "small_talk",
     "prefix_reuse",
     "KeepEverything",
     "TruncateOldest",

@@ -12,6 +12,12 @@
 3. **working memory**: the scratchpad (:class:`ctxlab.Scratchpad`), bounded by the budget's
    ``scratchpad_max``, as the last message.
 
+When the middle is over its allowance, things leave it in a fixed order, cheapest loss first,
+stopping as soon as it fits (:data:`ctxlab.EVICTION_ORDER`, :mod:`ctxlab.eviction`): tool
+results compressed, old small talk dropped (only when asked for, ``small_talk_tokens``),
+older turns summarised, the oldest trimmed. The system prompt, the goal, the pins and the
+scratchpad are never taken out.
+
 The budget (:class:`ctxlab.ContextBudget`) reserves the reply first; the result always fits,
 or :class:`ctxlab.BudgetError` says why it cannot. Every decision is logged
 (:class:`ctxlab.MemoryLog`): what was compressed, trimmed or summarised, with the tokens before
@@ -43,6 +49,7 @@ from .budget import Allocation, ContextBudget
 from .compression import compress_history
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
+from .eviction import small_talk_groups
 from .messages import strip_course_keys, validate_messages
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import compact, is_summary, summary_message
@@ -225,6 +232,23 @@ class Middle:
         """The start of the first group at or after elastic index ``position``."""
         return next((self.start(g) for g in range(len(self.spans)) if self.start(g) >= position), self.size)
 
+    def without(self, groups: Sequence[int]) -> Middle:
+        """This middle with the groups ``groups`` taken out (their elastic indices stay out of
+        ``positions``, so cuts keep meaning the same place in the record)."""
+        out = set(groups)
+        keep = [g for g in range(len(self.spans)) if g not in out]
+        indices = [i for g in keep for i in range(*self.spans[g])]
+        spans, start = [], 0
+        for g in keep:
+            a, b = self.spans[g]
+            spans.append((start, start + b - a))
+            start += b - a
+        return Middle(
+            view=[self.view[i] for i in indices], positions=[self.positions[i] for i in indices], spans=spans,
+            pinned={k for k, g in enumerate(keep) if g in self.pinned}, tokens=[self.tokens[g] for g in keep],
+            size=self.size,
+        )
+
     def pinned_spans_before(self, cut: int) -> list[tuple[int, int]]:
         """Elastic index ranges of the pinned groups older than ``cut``."""
         out = []
@@ -371,6 +395,7 @@ def build_context(
     store: TrajectoryStore | None = None,
     log: MemoryLog | None = None,
     count: Callable[[Message], int] | None = None,
+    small_talk_tokens: int = 0,
 ) -> Context:
     """Assemble the prompt for the next model call from the full record ``history``.
 
@@ -398,8 +423,23 @@ def build_context(
     5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
 
     It runs as a pipeline of small stages: :func:`split_record`, the fixed part and the
-    allowance, compression, :func:`summarise_cut` (which uses :func:`trim_middle`) or
-    :func:`trim_without_summary`, and :func:`order_prompt`. While the middle fits its allowance
+    allowance, then eviction in a fixed order (:data:`ctxlab.EVICTION_ORDER`), cheapest loss
+    first, stopping as soon as the middle fits:
+
+    * ``compress``: tool results shrunk by age (on every lap, so the prompt stays stable);
+    * ``small_talk``: old small talk dropped, without a summary (:func:`ctxlab.small_talk`:
+      user or assistant messages with no tool calls, at most ``small_talk_tokens`` tokens
+      each, not pinned, not in the newest ``keep_recent`` groups). OFF by default
+      (``small_talk_tokens=0``): a short user message may be a constraint ("do not touch the
+      payments module"), and this stage would drop it outright where ``summarise`` would
+      have kept its gist. Pin what must survive (``"pinned": True``), then turn it on with
+      ``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS`` (40);
+    * ``summarise``: :func:`summarise_cut` (which uses :func:`trim_middle`);
+    * ``trim``: :func:`trim_without_summary`, when there is no client or no room for a summary;
+
+    and :func:`order_prompt`. Each stage that runs logs its decision, and the ``assemble``
+    event lists the stages run (``event.data["stages"]``). No stage takes out the system
+    prompt, the goal, anything pinned, or the scratchpad. While the middle fits its allowance
     the prompt only grows (the prefix is stable). When it does not, older groups are cut down
     to ``low_water`` of the allowance, with room kept for the summary, and folded into it by
     ``client`` (:func:`ctxlab.get_client`); with no ``client`` they are dropped. When the pins
@@ -417,6 +457,19 @@ def build_context(
     ...                         scratchpad=ctxlab.Scratchpad(goal="Fix bug #412"))
     >>> [m["role"] for m in context.messages], context.tokens
     (['system', 'user', 'user'], 50)
+
+    With the stage off (the default) the old chit-chat is trimmed with the turns around it;
+    turned on, it goes first, and alone:
+
+    >>> chatty = [*history, {"role": "assistant", "content": "On it.", "step": 1},
+    ...           {"role": "user", "content": "Thanks!", "step": 1},
+    ...           {"role": "assistant", "content": "Fixed: the parser now skips blank lines. " * 8, "step": 2}]
+    >>> tight = ctxlab.ContextBudget(window=300, reserve_output=200)
+    >>> build_context(chatty, tight).log.filter("assemble")[0].data["stages"]
+    ('compress', 'trim')
+    >>> on = build_context(chatty, tight, small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS)
+    >>> on.log.filter("assemble")[0].data["stages"], [m["content"] for m in on.log.messages("small_talk")]
+    (('compress', 'small_talk'), ['On it.', 'Thanks!'])
     """
     _check_fraction(low_water)
     validate_messages(history)
@@ -432,7 +485,7 @@ def build_context(
         client=client, model=model, step=_last_step(history) if step is None else step, keep_recent=keep_recent,
         pin_user_messages=pin_user_messages, low_water=low_water,
         compression=dict(keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars, store=store),
-        log=log if log is not None else MemoryLog(), count=counter,
+        log=log if log is not None else MemoryLog(), count=counter, small_talk_tokens=small_talk_tokens,
     )
 
 
@@ -457,6 +510,7 @@ def assemble(
     memo: dict | None = None,
     record_tokens: int | None = None,
     fixed: int | None = None,
+    small_talk_tokens: int = 0,
 ) -> Context:
     """The pipeline behind :func:`build_context`, on a record already checked and split.
 
@@ -477,11 +531,31 @@ def assemble(
 
     middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, pin_user_messages)
 
-    # -- stages 2 and 3: trim and summarise, only when the middle is over its allowance ----------
+    # -- eviction, in its fixed order (EVICTION_ORDER), stopping as soon as the middle fits -------
+    # stage 1, compress, has run above (by age, on every lap, so the prompt stays stable);
+    stages = ["compress"]
     summary_msg = summary_message(state.summary) if state.summary else None
     before = middle.cost(middle.groups_from(state.cut)) + (counter(summary_msg) if summary_msg else 0)
     decision = Cut(state.cut, state.summary, summary_in_prompt=bool(state.summary))
-    if before > allowance:
+    over = before > allowance
+    if over and small_talk_tokens:  # stage 2: old small talk
+        chatter = small_talk_groups(middle.view, middle.spans, middle.pinned, keep_recent=keep_recent,
+                                    count=counter, max_tokens=small_talk_tokens)
+        if chatter:
+            stages.append("small_talk")
+            saved = middle.cost(chatter)
+            taken = [elastic[p] for g in chatter for p in middle.positions[slice(*middle.spans[g])]]
+            middle = middle.without(chatter)
+            log.record(
+                "small_talk", lap=step, tokens_before=before, tokens_after=before - saved, messages=taken,
+                detail=f"history over its allowance ({before:,} > {allowance:,}): dropped {len(taken)} "
+                f"messages of old small talk (no tool calls, nothing pinned, {small_talk_tokens} tokens "
+                f"or fewer each), {saved:,} tokens"
+                + ("; that was enough" if before - saved <= allowance else "; still over: summarising or trimming next"),
+            )
+            before -= saved
+            over = before > allowance
+    if over:  # stages 3 and 4: summarise old turns, else trim the oldest
         options = dict(low_water=low_water, keep_recent=keep_recent, count=counter)
         decision = summarise_cut(middle, elastic, state, allowance, budget.summary_cap, client=client,
                                  model=model, **options) or trim_without_summary(
@@ -489,11 +563,12 @@ def assemble(
             why="no summary" if client is None and not state.summary else (
                 "the pins and the newest groups leave no room for a summary: trimmed without one"),
             **options)
+        stages.append("summarise" if client is not None and not decision.note else "trim")
     groups = middle.groups_from(decision.cut)
     summary_msg = summary_message(decision.summary) if decision.summary and decision.summary_in_prompt else None
     summary_tokens = counter(summary_msg) if summary_msg else 0
     middle_tokens = middle.cost(groups) + summary_tokens
-    if before > allowance:
+    if over:
         _log_cut(log, step, decision, elastic, before, middle_tokens, allowance, summary_tokens, low_water,
                  client is not None, state.summary)
 
@@ -513,8 +588,10 @@ def assemble(
             f"{fixed:,}, history {middle_tokens - summary_tokens:,}"
             + (f", summary {summary_tokens:,} (cap {min(budget.summary_cap, allowance // 2):,})" if summary_msg else "")
             + (f", scratchpad {pad_tokens:,}" if pad_message else "")
-            + f"; {len(dropped)} of {len(elastic)} history messages out of the prompt"
+            + f"; {len(dropped)} of {len(elastic)} history messages out of the prompt; eviction "
+            + " > ".join(stages)
         ),
+        stages=tuple(stages),
     )
     return Context(
         messages=messages,

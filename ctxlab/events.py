@@ -32,6 +32,7 @@ EVENT_KINDS = {
     "summarise": "dropped turn groups rolled up into the one summary message",
     "summary_failed": "the summariser failed; the dropped messages are kept in the event",
     "compress": "tool results shrunk or replaced by a reference",
+    "small_talk": "old small talk dropped, without a summary (an eviction stage that is off by default)",
 }
 """The kinds ctxlab's own operations write, with what each means. Other code may log other
 kinds (any short lowercase word); these are the ones ctxlab promises."""

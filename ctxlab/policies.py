@@ -198,10 +198,14 @@ class Assemble(Policy):
     first paragraph of the first user message (or ``goal``). Trims are high/low water: down
     to ``low_water`` of the allowance when over it (``low_water=1`` trims just enough on every
     lap). ``name`` labels it in tables and plots. The other options are
-    :func:`ctxlab.build_context`'s.
+    :func:`ctxlab.build_context`'s; as there, the small-talk stage of eviction is off unless
+    asked for (``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS``), since a short user
+    instruction may be a constraint.
 
     >>> Assemble(low_water=1.0).name
     'pins + summary + scratchpad + age compression (trim every lap)'
+    >>> Assemble().options["small_talk_tokens"], Assemble(small_talk_tokens=40).options["small_talk_tokens"]
+    (0, 40)
     """
 
     def __init__(
@@ -219,6 +223,7 @@ class Assemble(Policy):
         model: str | None = None,
         extract: Callable[[Mapping[str, Any], Any], Mapping[str, str]] | None = None,
         name: str | None = None,
+        small_talk_tokens: int = 0,
     ) -> None:
         from .llm import get_client
 
@@ -226,7 +231,7 @@ class Assemble(Policy):
         self.options = dict(
             low_water=low_water, keep_recent=keep_recent, pin_user_messages=pin_user_messages,
             keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars,
-            store=store, model=model,
+            store=store, model=model, small_talk_tokens=small_talk_tokens,
         )
         self.goal = goal
         self.extract = extract

@@ -9,7 +9,12 @@ to that call, takes the prompt it builds and records:
   prompt cache could serve (:func:`ctxlab.caching.prefix_reuse`);
 * ``probes``: whether each probe (a string carrying one fact: the goal, a constraint stated
   early, a tool failure) is anywhere in the prompt;
-* ``over_budget``: whether the prompt is over the budget's input limit.
+* ``over_budget``: whether the prompt is over the budget's input limit;
+* ``compactions``: how many times the policy summarised or trimmed its history for this lap.
+
+Success is measured by lap number: :meth:`ReplayResult.missing_by_lap` says, lap by lap, which
+of the facts the task needs (goal, constraints, failures) had been seen but were not in the
+prompt, and :meth:`ReplayResult.by_lap` puts that beside the tokens and the compactions.
 
 :meth:`ReplayResult.summary` condenses a run into one row, and :func:`compare_runs` prints
 several runs side by side.
@@ -38,7 +43,10 @@ from .events import MemoryLog
 from .tokens import TokenCounter, count_tools
 from .transcripts import load_tools, load_transcript, transcript_info
 
-__all__ = ["LapRecord", "ReplayResult", "replay", "compare_runs", "probe_text"]
+__all__ = ["LapRecord", "ReplayResult", "replay", "compare_runs", "probe_text", "COMPACTION_KINDS"]
+
+COMPACTION_KINDS = ("summarise", "trim")
+"""The log events that count as a compaction of the history."""
 
 Message = Mapping[str, Any]
 
@@ -59,6 +67,7 @@ class LapRecord:
     over_budget: bool = False
     probes: Mapping[str, bool] = field(default_factory=dict)
     events: int = 0
+    compactions: int = 0
 
     @property
     def uncached(self) -> int:
@@ -92,6 +101,41 @@ class ReplayResult:
             laps = [r for r in self.laps if start is not None and r.lap >= start]
             out[name] = bool(laps) and all(r.probes.get(name, False) for r in laps)
         return out
+
+    def missing_by_lap(self) -> dict[int, list[str]]:
+        """For each lap, the probes already seen by then (``first_seen <= lap``) that its prompt
+        does not hold, in the order of ``probes``; a probe never seen is never missing.
+
+        >>> run = ReplayResult("p", [LapRecord(1, 1, 10, 10, 0, probes={"goal": True, "rule": False}),
+        ...                          LapRecord(2, 2, 10, 20, 0, probes={"goal": False, "rule": False})],
+        ...                    {"goal": "g", "rule": "r"}, {"goal": 1, "rule": 2})
+        >>> run.missing_by_lap()
+        {1: [], 2: ['goal', 'rule']}
+        """
+        out = {}
+        for record in self.laps:
+            out[record.lap] = [
+                name for name in self.probes
+                if self.first_seen.get(name) is not None and record.lap >= self.first_seen[name]
+                and not record.probes.get(name, False)
+            ]
+        return out
+
+    def by_lap(self) -> list[dict[str, Any]]:
+        """The run lap by lap: tokens, compactions so far, and the probes missing at that lap.
+
+        >>> run = ReplayResult("p", [LapRecord(1, 1, 10, 10, 0, probes={"goal": True}, compactions=1)],
+        ...                    {"goal": "g"}, {"goal": 1})
+        >>> run.by_lap()
+        [{'lap': 1, 'tokens': 10, 'compactions': 1, 'missing': []}]
+        """
+        missing = self.missing_by_lap()
+        rows, total = [], 0
+        for record in self.laps:
+            total += record.compactions
+            rows.append({"lap": record.lap, "tokens": record.tokens, "compactions": total,
+                         "missing": missing[record.lap]})
+        return rows
 
     def summary(self) -> dict[str, Any]:
         """One row for a comparison table: sizes, bill, cache reuse, probes kept, trims.
@@ -213,6 +257,7 @@ def replay(
                 over_budget=tokens > budget.input_limit,
                 probes={name: text in joined for name, text in probes.items()},
                 events=(len(log) - before) if log is not None else 0,
+                compactions=sum(log[i].kind in COMPACTION_KINDS for i in range(before, len(log))) if log is not None else 0,
             )
         )
         previous = prompt

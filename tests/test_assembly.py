@@ -205,6 +205,20 @@ def test_an_assembled_prompt_is_not_a_history():
         build_context([*history, pad().message()], BUDGET)
 
 
+def test_the_small_talk_stage_is_off_unless_asked_for():
+    import inspect
+
+    for where in (build_context, ctxlab.Assembler, ctxlab.Assemble):
+        assert inspect.signature(where).parameters["small_talk_tokens"].default == 0, where
+    record = [*research_until(3), {"role": "user", "content": "Do not touch the payments module.", "step": 3}]
+    record += research_until(6)[len(record) - 1:]
+    tight = ctxlab.ContextBudget(window=build_context(record, BUDGET).tokens + 2_000 - 3, reserve_output=2_000)
+    default = build_context(record, tight, client=ctxlab.OfflineSummariser())
+    assert not default.log.filter("small_talk") and default.log.filter("summarise")
+    on = build_context(record, tight, client=ctxlab.OfflineSummariser(), small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS)
+    assert [m["content"] for m in on.log.messages("small_talk")] == ["Do not touch the payments module."]
+
+
 def test_a_state_from_another_history_is_refused():
     with pytest.raises(ValueError, match="belongs to another"):
         build_context(research_until(3), BUDGET, state=AssemblyState(cut=500))

@@ -44,7 +44,7 @@ def test_events_are_immutable_and_need_a_kind():
         ctxlab.MemoryEvent("")
     with pytest.raises(TypeError):
         ctxlab.MemoryLog().append({"kind": "trim"})
-    assert set(ctxlab.EVENT_KINDS) >= {"trim", "summarise", "summary_failed", "compress"}
+    assert set(ctxlab.EVENT_KINDS) >= {"trim", "summarise", "summary_failed", "compress", "small_talk"}
 
 
 def test_the_log_renders_as_a_table_and_rows():

@@ -144,3 +144,37 @@ def test_plots_draw_the_replays(research_runs, monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+# --- success by lap: compactions and what is missing --------------------------------------------
+
+
+def test_compactions_are_counted_per_lap_from_the_log(research_runs):
+    for run in research_runs.values():
+        kinds = run.log.counts() if run.log is not None else {}
+        assert sum(r.compactions for r in run.laps) == kinds.get("summarise", 0) + kinds.get("trim", 0)
+        rows = run.by_lap()
+        assert [row["lap"] for row in rows] == [r.lap for r in run.laps]
+        assert [row["tokens"] for row in rows] == [r.tokens for r in run.laps]
+        totals = [row["compactions"] for row in rows]
+        assert totals == sorted(totals)  # a running total
+    assert research_runs["keep everything"].by_lap()[-1]["compactions"] == 0
+
+
+def test_missing_by_lap_agrees_with_survived(research_runs):
+    for run in research_runs.values():
+        missing = run.missing_by_lap()
+        assert list(missing) == [r.lap for r in run.laps]
+        for name, kept in run.survived().items():
+            assert kept == (run.first_seen[name] is not None and not any(name in m for m in missing.values()))
+    truncated = research_runs["truncate oldest"].missing_by_lap()
+    assert "goal" in truncated[40] and truncated[1] == []
+
+
+def test_missing_by_lap_rules():
+    run = ReplayResult("rules", [
+        LapRecord(1, 1, 10, 10, 0, probes={"a": False, "b": False, "c": False}),
+        LapRecord(2, 2, 10, 20, 0, probes={"a": False, "b": True, "c": False}),
+    ], {"c": "c", "a": "a", "b": "b"}, {"a": 1, "b": 2, "c": None})
+    assert run.missing_by_lap() == {1: ["a"], 2: ["a"]}
+    assert ReplayResult("none", []).missing_by_lap() == {} and ReplayResult("none", []).by_lap() == []

@@ -182,6 +182,13 @@ def billed_input(messages, tools=None):
          fails=["q2-check"]),
     dict(name="thinks-chars-over-4-always-overestimates", cell="q3-answer", source='q3 = "c"',
          fails=["q3-check"]),
+    # concept checks Q4 and Q5: every wrong option
+    dict(name="budget-is-the-whole-window", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
+    dict(name="budget-is-a-monthly-cap", cell="q4-answer", source='q4 = "c"', fails=["q4-check"]),
+    dict(name="budget-counts-only-input", cell="q4-answer", source='q4 = "d"', fails=["q4-check"]),
+    dict(name="measures-only-the-final-prompt", cell="q5-answer", source='q5 = "a"', fails=["q5-check"]),
+    dict(name="estimates-and-buys-a-bigger-window", cell="q5-answer", source='q5 = "b"', fails=["q5-check"]),
+    dict(name="thinks-earlier-messages-are-free", cell="q5-answer", source='q5 = "d"', fails=["q5-check"]),
 ]
 
 RULES = [
@@ -263,4 +270,17 @@ RULES = [
          wrong="thinks-the-window-only-limits-the-prompt"),
     dict(rule="Q3: characters per token vary by kind of text", test="q3-check",
          wrong="thinks-chars-over-4-always-overestimates"),
+    # concept checks Q4 and Q5: every wrong option breaks the one right answer
+    dict(rule="Q4: the budget is the window minus reserved output, checked every call",
+         test="q4-check", wrong="budget-is-the-whole-window"),
+    dict(rule="Q4: the budget is the window minus reserved output, checked every call",
+         test="q4-check", wrong="budget-is-a-monthly-cap"),
+    dict(rule="Q4: the budget is the window minus reserved output, checked every call",
+         test="q4-check", wrong="budget-counts-only-input"),
+    dict(rule="Q5: measure the sent prompt with the tokenizer every lap; the bill is the sum",
+         test="q5-check", wrong="measures-only-the-final-prompt"),
+    dict(rule="Q5: measure the sent prompt with the tokenizer every lap; the bill is the sum",
+         test="q5-check", wrong="estimates-and-buys-a-bigger-window"),
+    dict(rule="Q5: measure the sent prompt with the tokenizer every lap; the bill is the sum",
+         test="q5-check", wrong="thinks-earlier-messages-are-free"),
 ]

@@ -581,6 +581,13 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
         source=count_trims_with(default="trim or (lambda view, high, low: ctxlab.fit(view, high))"),
         fails=["count-trims-default-trim"],
     ),
+    # concept checks Q4 and Q5: every wrong option
+    dict(name="thinks-last-n-holds-what-the-step-needs", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
+    dict(name="thinks-agents-restate-the-task", cell="q4-answer", source='q4 = "b"', fails=["q4-check"]),
+    dict(name="thinks-last-n-only-wastes-the-cache", cell="q4-answer", source='q4 = "c"', fails=["q4-check"]),
+    dict(name="keeps-raw-tool-payloads", cell="q5-answer", source='q5 = "b"', fails=["q5-check"]),
+    dict(name="drops-constraints-for-being-old", cell="q5-answer", source='q5 = "c"', fails=["q5-check"]),
+    dict(name="keeps-the-longest-messages", cell="q5-answer", source='q5 = "d"', fails=["q5-check"]),
 ]
 
 RULES = [
@@ -672,4 +679,17 @@ RULES = [
          test="count-trims-counts-laps-that-dropped", wrong="counts-every-lap-over-the-low-mark"),
     dict(rule="without trim, count_trims uses high_low_trim", test="count-trims-default-trim",
          wrong="default-trim-fits-to-the-high-mark"),
+    # concept checks Q4 and Q5: every wrong option breaks the one right answer
+    dict(rule="Q4: last-N drops the task, orphans results and ignores tokens",
+         test="q4-check", wrong="thinks-last-n-holds-what-the-step-needs"),
+    dict(rule="Q4: last-N drops the task, orphans results and ignores tokens",
+         test="q4-check", wrong="thinks-agents-restate-the-task"),
+    dict(rule="Q4: last-N drops the task, orphans results and ignores tokens",
+         test="q4-check", wrong="thinks-last-n-only-wastes-the-cache"),
+    dict(rule="Q5: rules, goal, plan, unresolved errors and constraints always survive",
+         test="q5-check", wrong="keeps-raw-tool-payloads"),
+    dict(rule="Q5: rules, goal, plan, unresolved errors and constraints always survive",
+         test="q5-check", wrong="drops-constraints-for-being-old"),
+    dict(rule="Q5: rules, goal, plan, unresolved errors and constraints always survive",
+         test="q5-check", wrong="keeps-the-longest-messages"),
 ]

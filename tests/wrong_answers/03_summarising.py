@@ -147,6 +147,25 @@ TAS_SLOTS = dict(
 )
 
 
+# --- Exercise 5: compaction_due -----------------------------------------------------------------
+
+COMPACTION_DUE = '''
+def compaction_due(tokens, ceiling, *, threshold=0.7, boundary=False):
+    <CEILING_CHECK>
+    if <THRESHOLD_RANGE>:
+        raise ValueError(f"threshold must be a fraction above 0 and at most 1, got {threshold!r}")
+    return <BOUNDARY>tokens <COMPARE> <LIMIT>
+'''
+DUE_SLOTS = dict(
+    CEILING_CHECK="if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling <= 0:\n"
+    '        raise ValueError(f"ceiling must be a whole number of tokens above 0, got {ceiling!r}")',
+    THRESHOLD_RANGE="not 0 < threshold <= 1",
+    BOUNDARY="bool(boundary) or ",
+    COMPARE=">=",
+    LIMIT="threshold * ceiling",
+)
+
+
 def render(**changes: str) -> str:
     return variant(RENDER_STEPS, RENDER_SLOTS, changes)
 
@@ -161,6 +180,10 @@ def compact(**changes: str) -> str:
 
 def tas(**changes: str) -> str:
     return variant(TRIM_AND_SUMMARISE, TAS_SLOTS, changes)
+
+
+def due(**changes: str) -> str:
+    return variant(COMPACTION_DUE, DUE_SLOTS, changes)
 
 
 WRONG_ANSWERS = [
@@ -302,6 +325,39 @@ WRONG_ANSWERS = [
          fails=["tas-summary-placement"]),
     dict(name="summary-appended-at-the-end", cell="trim-and-summarise", source=tas(HEAD="head = len(kept)"),
          fails=["tas-visible", "tas-summary-placement"]),
+    # compaction_due
+    dict(name="threshold-must-be-passed", cell="compaction-due", source=due(COMPARE=">"),
+         fails=["compaction-due-at-the-threshold"]),
+    dict(name="always-seventy-percent", cell="compaction-due", source=due(LIMIT="0.7 * ceiling"),
+         fails=["compaction-due-threshold-given"]),
+    dict(name="compacts-only-when-full", cell="compaction-due", source=due(LIMIT="ceiling"),
+         fails=["compaction-due-visible", "compaction-due-at-the-threshold", "compaction-due-threshold-given",
+                "compaction-due-fraction-of-the-ceiling"]),
+    dict(name="ceiling-of-ten-thousand", cell="compaction-due", source=due(LIMIT="threshold * 10_000"),
+         fails=["compaction-due-fraction-of-the-ceiling"]),
+    dict(name="ignores-the-phase-boundary", cell="compaction-due", source=due(BOUNDARY=""),
+         fails=["compaction-due-phase-boundary"]),
+    dict(name="threshold-as-a-percentage", cell="compaction-due",
+         source=due(THRESHOLD_RANGE="not 0 < threshold <= 100", LIMIT="threshold / 100 * ceiling"),
+         fails=["compaction-due-visible", "compaction-due-bad-threshold-raises"]),
+    dict(name="any-threshold-accepted", cell="compaction-due", source=due(THRESHOLD_RANGE="False"),
+         fails=["compaction-due-bad-threshold-raises"]),
+    dict(name="zero-threshold-accepted", cell="compaction-due", source=due(THRESHOLD_RANGE="not 0 <= threshold <= 1"),
+         fails=["compaction-due-bad-threshold-raises"]),
+    dict(name="full-threshold-refused", cell="compaction-due", source=due(THRESHOLD_RANGE="not 0 < threshold < 1"),
+         fails=["compaction-due-bad-threshold-raises"]),
+    dict(name="any-ceiling-accepted", cell="compaction-due", source=due(CEILING_CHECK="pass"),
+         fails=["compaction-due-bad-ceiling-raises"]),
+    # concept checks: every wrong option
+    dict(name="thinks-a-failure-is-kept-as-a-fact", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
+    dict(name="thinks-the-summary-grows", cell="q1-answer", source='q1 = "b"', fails=["q1-check"]),
+    dict(name="thinks-the-summariser-refuses", cell="q1-answer", source='q1 = "d"', fails=["q1-check"]),
+    dict(name="thinks-they-are-one-thing", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
+    dict(name="thinks-trimming-is-lossless", cell="q4-answer", source='q4 = "b"', fails=["q4-check"]),
+    dict(name="thinks-compaction-keeps-the-oldest", cell="q4-answer", source='q4 = "c"', fails=["q4-check"]),
+    dict(name="blames-attention-first", cell="q5-answer", source='q5 = "a"', fails=["q5-check"]),
+    dict(name="thinks-a-bigger-window-fixes-it", cell="q5-answer", source='q5 = "c"', fails=["q5-check"]),
+    dict(name="thinks-temperature-zero-keeps-rules", cell="q5-answer", source='q5 = "d"', fails=["q5-check"]),
 ]
 
 RULES = [
@@ -406,4 +462,40 @@ RULES = [
     dict(rule="the summary goes after the leading system messages, however many, and the first user message",
          test="tas-summary-placement", wrong="summary-at-a-fixed-index"),
     dict(rule="the summary goes near the start, not at the end", test="tas-visible", wrong="summary-appended-at-the-end"),
+    # compaction_due
+    dict(rule="reaching the threshold exactly counts (>=)", test="compaction-due-at-the-threshold",
+         wrong="threshold-must-be-passed"),
+    dict(rule="the threshold given is used", test="compaction-due-threshold-given", wrong="always-seventy-percent"),
+    dict(rule="compaction is due at the threshold, before the window is full", test="compaction-due-at-the-threshold",
+         wrong="compacts-only-when-full"),
+    dict(rule="the threshold is a fraction of the ceiling given", test="compaction-due-fraction-of-the-ceiling",
+         wrong="ceiling-of-ten-thousand"),
+    dict(rule="a phase boundary compacts whatever the tokens", test="compaction-due-phase-boundary",
+         wrong="ignores-the-phase-boundary"),
+    dict(rule="the threshold is a fraction, not a percentage: 70 is refused", test="compaction-due-bad-threshold-raises",
+         wrong="threshold-as-a-percentage"),
+    dict(rule="a threshold outside (0, 1] raises ValueError", test="compaction-due-bad-threshold-raises",
+         wrong="any-threshold-accepted"),
+    dict(rule="a threshold of 0 is refused", test="compaction-due-bad-threshold-raises", wrong="zero-threshold-accepted"),
+    dict(rule="a threshold of 1.0 is allowed", test="compaction-due-bad-threshold-raises", wrong="full-threshold-refused"),
+    dict(rule="a ceiling that is not a whole number above 0 raises ValueError", test="compaction-due-bad-ceiling-raises",
+         wrong="any-ceiling-accepted"),
+    # concept checks
+    dict(rule="Q1: (a) a failure is not kept unless the prompt asks for it", test="q1-check",
+         wrong="thinks-a-failure-is-kept-as-a-fact"),
+    dict(rule="Q1: (b) leaving a request out does not make the summary longer", test="q1-check",
+         wrong="thinks-the-summary-grows"),
+    dict(rule="Q1: (d) a summariser does not refuse over a missing line", test="q1-check",
+         wrong="thinks-the-summariser-refuses"),
+    dict(rule="Q4: (a) the three differ in what they lose and what they cost", test="q4-check",
+         wrong="thinks-they-are-one-thing"),
+    dict(rule="Q4: (b) trimming loses every unpinned group it drops", test="q4-check", wrong="thinks-trimming-is-lossless"),
+    dict(rule="Q4: (c) compaction keeps the newest turns verbatim", test="q4-check",
+         wrong="thinks-compaction-keeps-the-oldest"),
+    dict(rule="Q5: (a) after compactions the rule is likelier gone than ignored", test="q5-check",
+         wrong="blames-attention-first"),
+    dict(rule="Q5: (c) a bigger window only delays the compaction that loses the rule", test="q5-check",
+         wrong="thinks-a-bigger-window-fixes-it"),
+    dict(rule="Q5: (d) temperature 0 makes a summary repeatable, not faithful", test="q5-check",
+         wrong="thinks-temperature-zero-keeps-rules"),
 ]

@@ -77,6 +77,32 @@ STEPS = "steps = [(work.done, 0), (work.open_questions, 0), (work.facts, 0), (wo
 IMPOSSIBLE = 'raise ctxlab.BudgetError(f"the goal and the failures alone take {needed} tokens, over the cap of {max_tokens}")'
 
 
+REPLAN = '''
+def replan_after(pad, events, min_share=0.25):
+    due = any(
+        event["kind"] in ("trim", "summarise", "summary_failed")
+        and event["tokens_before"] > 0
+        and event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]
+        for event in events
+    )
+    if not due:
+        return None
+    parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
+    if pad.remaining:
+        parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
+    if pad.failed:
+        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
+    return {"role": "user", "content": "\\n\\n".join(parts)}
+'''
+SHARE = 'event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]'
+KINDS = 'event["kind"] in ("trim", "summarise", "summary_failed")\n        and '
+GOAL_PART = 'parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]'
+RETURN = 'return {"role": "user", "content": "\\n\\n".join(parts)}'
+FAILED_PART = '''    if pad.failed:
+        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
+'''
+
+
 def changed(source: str, *edits: tuple[str, str]) -> str:
     """``source`` with each ``(old, new)`` replaced; each ``old`` must occur in it."""
     for old, new in edits:
@@ -97,6 +123,10 @@ def bounded(*edits):
     return dict(cell="render-bounded", source=changed(BOUNDED, *edits))
 
 
+def replan(*edits):
+    return dict(cell="replan-after", source=changed(REPLAN, *edits))
+
+
 FACTS_SECTION = '            ("ESTABLISHED", [f"- {k}: {v}" for k, v in self.facts.items()]),\n'
 DONE_SECTION = '            ("DONE", [f"- {item}" for item in self.done]),\n'
 REMAINING_SECTION = '            ("REMAINING", [f"- {item}" for item in self.remaining]),\n'
@@ -114,11 +144,13 @@ WRONG_ANSWERS = [
          **render((DONE_SECTION + REMAINING_SECTION, REMAINING_SECTION + DONE_SECTION))),
     dict(name="failures-after-open-questions", fails=["scratchpad-render-section-order"],
          **render((FAILED_SECTION + OPEN_SECTION, OPEN_SECTION + FAILED_SECTION))),
-    dict(name="headings-without-colon", fails=["scratchpad-render-visible", "scratchpad-render-section-order"],
+    dict(name="headings-without-colon",
+         fails=["scratchpad-render-visible", "scratchpad-render-section-order"],
          **render(('parts.append(f"{heading}:\\n"', 'parts.append(f"{heading}\\n"'))),
     dict(name="keeps-empty-headings", fails=["scratchpad-render-omits-empty"],
          **render(("            if lines:\n                parts.append", "            if True:\n                parts.append"))),
-    dict(name="render-leaves-out-failures", fails=["scratchpad-render-visible", "scratchpad-render-shows-failures"],
+    dict(name="render-leaves-out-failures",
+         fails=["scratchpad-render-visible", "scratchpad-render-shows-failures"],
          **render((FAILED_SECTION, ""))),
     dict(name="render-leaves-out-facts", fails=["scratchpad-render-shows-facts"], **render((FACTS_SECTION, ""))),
     dict(name="facts-show-only-keys", fails=["scratchpad-render-shows-facts"],
@@ -133,24 +165,30 @@ WRONG_ANSWERS = [
     dict(name="no-blank-lines", fails=["scratchpad-render-visible", "scratchpad-render-blank-lines"],
          **render(('return "\\n\\n".join(parts)', 'return "\\n".join(parts)'))),
     # update_scratchpad
-    dict(name="failures-missed-in-json-text", fails=["update-scratchpad-visible", "update-scratchpad-json-text-failure"],
+    dict(name="failures-missed-in-json-text",
+         fails=["update-scratchpad-visible", "update-scratchpad-json-text-failure"],
          **update(("data = json.loads(result)", "data = result"))),
-    dict(name="failures-keyed-by-call-id", fails=["update-scratchpad-visible", "update-scratchpad-failure-once"],
+    dict(name="failures-keyed-by-call-id",
+         fails=["update-scratchpad-visible", "update-scratchpad-failure-once"],
          **update(("key = f\"{call['function']['name']} {call['function']['arguments']}\"", 'key = call["id"]'))),
-    dict(name="key-is-the-tool-name-only", fails=["update-scratchpad-visible", "update-scratchpad-key-has-arguments"],
+    dict(name="key-is-the-tool-name-only",
+         fails=["update-scratchpad-visible", "update-scratchpad-key-has-arguments"],
          **update(("key = f\"{call['function']['name']} {call['function']['arguments']}\"", "key = call['function']['name']"))),
     dict(name="error-key-means-failure", fails=["update-scratchpad-truthy-error-only"],
          **update(('isinstance(data, dict) and data.get("error")', 'isinstance(data, dict) and "error" in data'))),
-    dict(name="reason-drops-the-message", fails=["update-scratchpad-visible", "update-scratchpad-failure-reason"],
+    dict(name="reason-drops-the-message",
+         fails=["update-scratchpad-visible", "update-scratchpad-failure-reason"],
          **update(("reason = f\"{data['error']}: {data['message']}\" if data.get(\"message\") else str(data[\"error\"])",
                    'reason = str(data["error"])'))),
     dict(name="reason-with-empty-message", fails=["update-scratchpad-failure-reason"],
          **update(("reason = f\"{data['error']}: {data['message']}\" if data.get(\"message\") else str(data[\"error\"])",
                    "reason = f\"{data['error']}: {data.get('message', '')}\""))),
-    dict(name="failure-also-listed-as-done", fails=["update-scratchpad-visible", "update-scratchpad-json-text-failure"],
+    dict(name="failure-also-listed-as-done",
+         fails=["update-scratchpad-visible", "update-scratchpad-json-text-failure"],
          **update(("        pad.failed.setdefault(key, reason)\n",
                    '        pad.failed.setdefault(key, reason)\n        pad.done.append(f"{key} -> failed")\n'))),
-    dict(name="parses-every-result-as-json", fails=["update-scratchpad-visible", "update-scratchpad-non-dict-results"],
+    dict(name="parses-every-result-as-json",
+         fails=["update-scratchpad-visible", "update-scratchpad-non-dict-results"],
          **update(("        try:\n            data = json.loads(result)\n        except json.JSONDecodeError:\n            data = result\n",
                    "        data = json.loads(result)\n"))),
     dict(name="assumes-json-is-a-dict", fails=["update-scratchpad-non-dict-results"],
@@ -191,7 +229,8 @@ def render_bounded(pad, max_tokens):
          **bounded((STEPS, STEPS[:-1] + ", (work.failed, 0)]"))),
     dict(name="sheds-questions-before-done", fails=["render-bounded-sheds-done-first"],
          **bounded((STEPS, "steps = [(work.open_questions, 0), (work.done, 0), (work.facts, 0), (work.remaining, -1)]"))),
-    dict(name="sheds-newest-done-first", fails=["render-bounded-visible", "render-bounded-sheds-done-oldest-first"],
+    dict(name="sheds-newest-done-first",
+         fails=["render-bounded-visible", "render-bounded-sheds-done-oldest-first"],
          **bounded(("(work.done, 0)", "(work.done, -1)"))),
     dict(name="sheds-facts-before-questions", fails=["render-bounded-sheds-questions-before-facts"],
          **bounded((STEPS, "steps = [(work.done, 0), (work.facts, 0), (work.open_questions, 0), (work.remaining, -1)]"))),
@@ -224,10 +263,69 @@ def render_bounded(pad, max_tokens):
 """))),
     dict(name="error-without-numbers", fails=["render-bounded-error-gives-numbers"],
          **bounded((IMPOSSIBLE, 'raise ctxlab.BudgetError("the goal and the failures do not fit")'))),
+    # replan_after
+    dict(name="any-cut-is-due",
+         fails=["replan-after-visible", "replan-after-share-of-tokens-before",
+                "replan-after-small-change-is-none", "replan-after-uses-min-share"],
+         **replan(("        and " + SHARE + "\n", ""))),
+    dict(name="strictly-more-than-the-share", fails=["replan-after-at-exactly-the-share"],
+         **replan((SHARE, SHARE.replace(">=", ">")))),
+    dict(name="share-of-the-tokens-after",
+         fails=["replan-after-share-of-tokens-before", "replan-after-uses-min-share"],
+         **replan((SHARE, 'event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_after"]'))),
+    dict(name="due-when-shrunk-to-the-share",
+         fails=["replan-after-visible", "replan-after-at-exactly-the-share",
+                "replan-after-every-cutting-kind", "replan-after-goal-after-header",
+                "replan-after-header-first", "replan-after-keeps-failures",
+                "replan-after-leaves-out-the-rest", "replan-after-looks-at-every-event",
+                "replan-after-omits-empty-sections", "replan-after-plan-in-order",
+                "replan-after-user-message", "replan-after-uses-min-share"],
+         **replan((SHARE, 'event["tokens_after"] <= min_share * event["tokens_before"]'))),
+    dict(name="fixed-quarter-ignores-min-share", fails=["replan-after-uses-min-share"],
+         **replan((SHARE, 'event["tokens_before"] - event["tokens_after"] >= 0.25 * event["tokens_before"]'))),
+    dict(name="any-kind-calls-for-a-replan", fails=["replan-after-only-cutting-kinds"], **replan((KINDS, ""))),
+    dict(name="forgets-summary-failed", fails=["replan-after-every-cutting-kind"],
+         **replan(('("trim", "summarise", "summary_failed")', '("trim", "summarise")'))),
+    dict(name="looks-only-at-the-last-event", fails=["replan-after-looks-at-every-event"],
+         **replan(("for event in events\n", "for event in events[-1:]\n"))),
+    dict(name="divides-by-zero-tokens", fails=["replan-after-zero-tokens-before"],
+         **replan(('        and event["tokens_before"] > 0\n        and ' + SHARE,
+                   '        and (event["tokens_before"] - event["tokens_after"]) / event["tokens_before"] >= min_share'))),
+    dict(name="replan-without-the-header",
+         fails=["replan-after-visible", "replan-after-goal-after-header",
+                "replan-after-header-first", "replan-after-omits-empty-sections"],
+         **replan((GOAL_PART, 'parts = [f"GOAL: {pad.goal}"]'))),
+    dict(name="goal-after-the-plan",
+         fails=["replan-after-visible", "replan-after-goal-after-header",
+                "replan-after-omits-empty-sections"],
+         **replan((GOAL_PART, "parts = [ctxlab.REPLAN_HEADER]"),
+                  (RETURN, 'parts.append(f"GOAL: {pad.goal}")\n    ' + RETURN))),
+    dict(name="plan-newest-step-first", fails=["replan-after-visible", "replan-after-plan-in-order"],
+         **replan(("for step in pad.remaining)", "for step in reversed(pad.remaining))"))),
+    dict(name="replan-forgets-the-failures",
+         fails=["replan-after-visible", "replan-after-keeps-failures",
+                "replan-after-omits-empty-sections"],
+         **replan((FAILED_PART, ""))),
+    dict(name="replan-keeps-empty-headings", fails=["replan-after-omits-empty-sections"],
+         **replan(("    if pad.remaining:", "    if True:"), ("    if pad.failed:", "    if True:"))),
+    dict(name="replan-pastes-the-whole-scratchpad",
+         fails=["replan-after-visible", "replan-after-leaves-out-the-rest"],
+         **replan((GOAL_PART, 'return {"role": "user", "content": f"{ctxlab.REPLAN_HEADER}\\n{pad.render()}"}'))),
+    dict(name="replan-returns-the-text",
+         fails=["replan-after-visible", "replan-after-goal-after-header",
+                "replan-after-header-first", "replan-after-keeps-failures",
+                "replan-after-leaves-out-the-rest", "replan-after-omits-empty-sections",
+                "replan-after-plan-in-order", "replan-after-user-message"],
+         **replan((RETURN, 'return "\\n\\n".join(parts)'))),
+    dict(name="replan-as-a-system-message", fails=["replan-after-visible", "replan-after-user-message"],
+         **replan(('{"role": "user"', '{"role": "system"'))),
     # concept checks
     dict(name="thinks-the-api-wants-user-last", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
     dict(name="thinks-the-model-cannot-see-results", cell="q2-answer", source='q2 = "b"', fails=["q2-check"]),
     dict(name="cuts-the-text-at-the-cap", cell="q3-answer", source='q3 = "d"', fails=["q3-check"]),
+    dict(name="thinks-both-memories-are-the-transcript", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
+    dict(name="thinks-working-memory-is-never-sent", cell="q4-answer", source='q4 = "c"', fails=["q4-check"]),
+    dict(name="thinks-working-memory-is-the-models-head", cell="q4-answer", source='q4 = "d"', fails=["q4-check"]),
 ]
 
 RULES = [
@@ -322,9 +420,49 @@ RULES = [
          wrong="error-without-numbers"),
     dict(rule="thirty DONE lines under a 60-token cap keep the newest", test="render-bounded-visible",
          wrong="sheds-newest-done-first"),
+    # replan_after
+    dict(rule="a change that took out less than min_share gives None", test="replan-after-small-change-is-none",
+         wrong="any-cut-is-due"),
+    dict(rule="exactly min_share taken out is due (>=)", test="replan-after-at-exactly-the-share",
+         wrong="strictly-more-than-the-share"),
+    dict(rule="the share is what was taken out, not what is left", test="replan-after-at-exactly-the-share",
+         wrong="due-when-shrunk-to-the-share"),
+    dict(rule="the share is of tokens_before", test="replan-after-share-of-tokens-before",
+         wrong="share-of-the-tokens-after"),
+    dict(rule="min_share is the threshold", test="replan-after-uses-min-share", wrong="fixed-quarter-ignores-min-share"),
+    dict(rule="only trim, summarise and summary_failed events count", test="replan-after-only-cutting-kinds",
+         wrong="any-kind-calls-for-a-replan"),
+    dict(rule="each of the three kinds counts, summary_failed too", test="replan-after-every-cutting-kind",
+         wrong="forgets-summary-failed"),
+    dict(rule="every event of the lap is looked at, not only the last", test="replan-after-looks-at-every-event",
+         wrong="looks-only-at-the-last-event"),
+    dict(rule="tokens_before of 0 is not due and raises nothing", test="replan-after-zero-tokens-before",
+         wrong="divides-by-zero-tokens"),
+    dict(rule="the message starts with ctxlab.REPLAN_HEADER", test="replan-after-header-first",
+         wrong="replan-without-the-header"),
+    dict(rule="the goal comes right after the header, before the plan", test="replan-after-goal-after-header",
+         wrong="goal-after-the-plan"),
+    dict(rule="the remaining steps are listed in order, next step first", test="replan-after-plan-in-order",
+         wrong="plan-newest-step-first"),
+    dict(rule="every failure is listed under DO NOT RETRY", test="replan-after-keeps-failures",
+         wrong="replan-forgets-the-failures"),
+    dict(rule="an empty REMAINING or DO NOT RETRY is left out", test="replan-after-omits-empty-sections",
+         wrong="replan-keeps-empty-headings"),
+    dict(rule="DONE, facts and open questions are left out", test="replan-after-leaves-out-the-rest",
+         wrong="replan-pastes-the-whole-scratchpad"),
+    dict(rule="the result is a message dict, not the text", test="replan-after-user-message",
+         wrong="replan-returns-the-text"),
+    dict(rule="the message has role user", test="replan-after-user-message", wrong="replan-as-a-system-message"),
+    dict(rule="the worked example renders exactly", test="replan-after-visible", wrong="plan-newest-step-first"),
     # concept checks
     dict(rule="Q1: the scratchpad goes last for attention, after the cacheable prefix", test="q1-check",
          wrong="thinks-the-api-wants-user-last"),
     dict(rule="Q2: code records failures deterministically", test="q2-check", wrong="thinks-the-model-cannot-see-results"),
     dict(rule="Q3: shed by priority, keep goal and failures", test="q3-check", wrong="cuts-the-text-at-the-cap"),
+    dict(rule="Q4: short-term is the growing transcript, working memory the rewritten scratchpad", test="q4-check",
+         wrong="thinks-both-memories-are-the-transcript"),
+    dict(rule="Q4: working memory is sent to the model as the last message", test="q4-check",
+         wrong="thinks-working-memory-is-never-sent"),
+    dict(rule="Q4: the model keeps nothing between calls", test="q4-check",
+         wrong="thinks-working-memory-is-the-models-head"),
 ]

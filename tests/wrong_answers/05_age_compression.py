@@ -361,6 +361,13 @@ WRONG_ANSWERS = [
         source=store_with(close="        pass  # sqlite closes the file when the program ends"),
         fails=["result-store-close-closes"],
     ),
+    # concept checks Q4 and Q5: every wrong option
+    dict(name="buys-a-million-token-window", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
+    dict(name="adds-an-instruction-not-to-re-read", cell="q4-answer", source='q4 = "b"', fails=["q4-check"]),
+    dict(name="summarises-every-lap", cell="q4-answer", source='q4 = "d"', fails=["q4-check"]),
+    dict(name="thinks-long-term-memory-is-a-bigger-window", cell="q5-answer", source='q5 = "a"', fails=["q5-check"]),
+    dict(name="thinks-long-term-memory-is-the-transcript", cell="q5-answer", source='q5 = "c"', fails=["q5-check"]),
+    dict(name="thinks-the-weights-learn-each-call", cell="q5-answer", source='q5 = "d"', fails=["q5-check"]),
 ]
 
 RULES = [
@@ -419,4 +426,17 @@ RULES = [
          wrong="malformed-reference-raises-value-error"),
     dict(rule="the KeyError names the reference", test="result-store-error-names-reference", wrong="key-error-without-the-reference"),
     dict(rule="close() closes the connection", test="result-store-close-closes", wrong="close-does-nothing"),
+    # concept checks Q4 and Q5: every wrong option breaks the one right answer
+    dict(rule="Q4: drop file reads after use, keeping a reference, comes first",
+         test="q4-check", wrong="buys-a-million-token-window"),
+    dict(rule="Q4: drop file reads after use, keeping a reference, comes first",
+         test="q4-check", wrong="adds-an-instruction-not-to-re-read"),
+    dict(rule="Q4: drop file reads after use, keeping a reference, comes first",
+         test="q4-check", wrong="summarises-every-lap"),
+    dict(rule="Q5: long-term memory is stored outside the context and retrieved when relevant",
+         test="q5-check", wrong="thinks-long-term-memory-is-a-bigger-window"),
+    dict(rule="Q5: long-term memory is stored outside the context and retrieved when relevant",
+         test="q5-check", wrong="thinks-long-term-memory-is-the-transcript"),
+    dict(rule="Q5: long-term memory is stored outside the context and retrieved when relevant",
+         test="q5-check", wrong="thinks-the-weights-learn-each-call"),
 ]

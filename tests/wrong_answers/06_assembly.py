@@ -94,6 +94,58 @@ ROW_SLOTS = dict(
 )
 
 
+# --- Exercise 4: small_talk ---------------------------------------------------------------------
+
+TALK = '''
+def small_talk(messages, keep_recent=1, max_tokens=40):
+    spans = ctxlab.turn_group_spans(messages)
+    pins = <PINS>
+    chosen = []
+    for start, stop in <OLD>:
+        group = range(start, stop)
+        if any(i in pins for i in group):
+            continue
+        if all(
+            messages[i]["role"] in <ROLES>
+            and <NO_CALLS>
+            and <SHORT>
+            for i in group
+        ):
+            chosen.extend(group)
+    return chosen
+'''
+TALK_SLOTS = dict(
+    PINS="ctxlab.pinned_indices(messages)",
+    OLD="spans[: max(0, len(spans) - keep_recent)]",
+    ROLES='("user", "assistant")',
+    NO_CALLS='not messages[i].get("tool_calls")',
+    SHORT="ctxlab.count_message(messages[i]) <= max_tokens",
+)
+
+# --- Exercise 5: missing_by_lap -----------------------------------------------------------------
+
+MISSING = '''
+def missing_by_lap(result):
+    missing = {}
+    for index, record in enumerate(result.laps):
+        names = [
+            name
+            for name in <NAMES>
+            if <SEEN>
+            and <FROM>
+            and not record.probes.get(name)
+        ]
+        <STORE>
+    return missing
+'''
+MISSING_SLOTS = dict(
+    NAMES="result.probes",
+    SEEN="result.first_seen.get(name) is not None",
+    FROM="record.lap >= result.first_seen[name]",
+    STORE="missing[record.lap] = names",
+)
+
+
 def build(**changes: str) -> str:
     return variant(BUILD, BUILD_SLOTS, changes)
 
@@ -104,6 +156,14 @@ def prefix(**changes: str) -> str:
 
 def row(**changes: str) -> str:
     return variant(ROW, ROW_SLOTS, changes)
+
+
+def talk(**changes: str) -> str:
+    return variant(TALK, TALK_SLOTS, changes)
+
+
+def missing(**changes: str) -> str:
+    return variant(MISSING, MISSING_SLOTS, changes)
 
 
 TRIM = "ctxlab.trim_and_summarise(view, allowance, client=client{prior}{log}{lap})"
@@ -216,6 +276,70 @@ def prefix_reuse(previous, current):
          fails=["policy-row-probes-from-first-seen"]),
     dict(name="probes-sorted-by-name", cell="policy-row", source=row(NAMES="sorted(result.probes)"),
          fails=["policy-row-probes-in-order"]),
+    # small_talk
+    dict(name="small-talk-per-message", cell="small-talk", source='''
+def small_talk(messages, keep_recent=1, max_tokens=40):
+    pins = ctxlab.pinned_indices(messages)
+    spans = ctxlab.turn_group_spans(messages)
+    recent = {i for start, stop in spans[len(spans) - keep_recent:] if keep_recent for i in range(start, stop)}
+    return [i for i, m in enumerate(messages) if i not in pins and i not in recent
+            and m["role"] in ("user", "assistant") and ctxlab.count_message(m) <= max_tokens]
+''', fails=["small-talk-visible", "small-talk-calls-and-results", "small-talk-matches-reference"]),
+    dict(name="small-talk-goal-not-protected", cell="small-talk",
+         source=talk(PINS='{i for i, m in enumerate(messages) if m["role"] == "system" or m.get("pinned") is True}'),
+         fails=["small-talk-calls-and-results", "small-talk-goal-and-system", "small-talk-pinned",
+                "small-talk-recent-turns", "small-talk-user-chatter"]),
+    dict(name="small-talk-pinned-key-ignored", cell="small-talk",
+         source=talk(PINS='{i for i, m in enumerate(messages) if m["role"] == "system"} | '
+                     '{next((j for j, m in enumerate(messages) if m["role"] == "user"), -1)}'),
+         fails=["small-talk-pinned"]),
+    dict(name="small-talk-newest-turn-dropped", cell="small-talk", source=talk(OLD="spans"),
+         fails=["small-talk-calls-and-results", "small-talk-goal-and-system", "small-talk-pinned",
+                "small-talk-recent-turns", "small-talk-user-chatter", "small-talk-long-messages",
+                "small-talk-matches-reference"]),
+    dict(name="small-talk-recent-counted-in-messages", cell="small-talk",
+         source=talk(OLD="[s for s in spans if s[0] < len(messages) - keep_recent]"),
+         fails=["small-talk-recent-turns", "small-talk-matches-reference"]),
+    dict(name="small-talk-assistant-only", cell="small-talk", source=talk(ROLES='("assistant",)'),
+         fails=["small-talk-visible", "small-talk-goal-and-system", "small-talk-recent-turns",
+                "small-talk-user-chatter", "small-talk-matches-reference"]),
+    dict(name="small-talk-no-length-limit", cell="small-talk", source=talk(SHORT="True"),
+         fails=["small-talk-long-messages", "small-talk-matches-reference"]),
+    dict(name="small-talk-limit-excluded", cell="small-talk",
+         source=talk(SHORT="ctxlab.count_message(messages[i]) < max_tokens"),
+         fails=["small-talk-long-messages"]),
+    # missing_by_lap
+    dict(name="missing-keyed-by-position", cell="missing-by-lap", source=missing(STORE="missing[index] = names"),
+         fails=["missing-by-lap-visible", "missing-by-lap-keys-are-laps", "missing-by-lap-first-seen-lap",
+                "missing-by-lap-never-seen", "missing-by-lap-order",
+                "missing-by-lap-matches-the-replays"]),
+    dict(name="missing-skips-laps-with-nothing-missing", cell="missing-by-lap",
+         source=missing(STORE="if names:\n            missing[record.lap] = names"),
+         fails=["missing-by-lap-visible", "missing-by-lap-keys-are-laps", "missing-by-lap-not-yet-seen",
+                "missing-by-lap-never-seen", "missing-by-lap-matches-the-replays"]),
+    dict(name="missing-before-first-seen", cell="missing-by-lap", source=missing(FROM="True"),
+         fails=["missing-by-lap-visible", "missing-by-lap-not-yet-seen", "missing-by-lap-matches-the-replays"]),
+    dict(name="missing-first-seen-lap-excluded", cell="missing-by-lap",
+         source=missing(FROM="record.lap > result.first_seen[name]"),
+         fails=["missing-by-lap-first-seen-lap", "missing-by-lap-order"]),
+    dict(name="missing-never-seen-counted", cell="missing-by-lap",
+         source=missing(SEEN="True", FROM="(result.first_seen.get(name) is None or record.lap >= result.first_seen[name])"),
+         fails=["missing-by-lap-never-seen"]),
+    dict(name="missing-sorted-by-name", cell="missing-by-lap", source=missing(NAMES="sorted(result.probes)"),
+         fails=["missing-by-lap-order"]),
+    # concept checks Q4-Q7
+    dict(name="thinks-cheap-means-worse", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
+    dict(name="thinks-the-api-sorts-messages", cell="q4-answer", source='q4 = "c"', fails=["q4-check"]),
+    dict(name="thinks-order-changes-length", cell="q4-answer", source='q4 = "d"', fails=["q4-check"]),
+    dict(name="thinks-lost-in-the-middle-is-trimming", cell="q5-answer", source='q5 = "a"', fails=["q5-check"]),
+    dict(name="thinks-the-api-drops-the-middle", cell="q5-answer", source='q5 = "b"', fails=["q5-check"]),
+    dict(name="avoids-summaries", cell="q5-answer", source='q5 = "d"', fails=["q5-check"]),
+    dict(name="sends-the-whole-history", cell="q6-answer", source='q6 = "a"', fails=["q6-check"]),
+    dict(name="lets-the-model-delete", cell="q6-answer", source='q6 = "c"', fails=["q6-check"]),
+    dict(name="summarises-everything-every-lap", cell="q6-answer", source='q6 = "d"', fails=["q6-check"]),
+    dict(name="repeats-the-rule-in-the-middle", cell="q7-answer", source='q7 = "a"', fails=["q7-check"]),
+    dict(name="moves-the-system-prompt-last", cell="q7-answer", source='q7 = "c"', fails=["q7-check"]),
+    dict(name="unpins-the-rule", cell="q7-answer", source='q7 = "d"', fails=["q7-check"]),
 ]
 
 RULES = [
@@ -285,4 +409,40 @@ RULES = [
     dict(rule="the first-seen lap itself counts (>=, not >)", test="policy-row-probes-from-first-seen",
          wrong="first-seen-lap-excluded"),
     dict(rule="probes kept are in the order of result.probes", test="policy-row-probes-in-order", wrong="probes-sorted-by-name"),
+    # small_talk (eviction, stage 2)
+    dict(rule="a tool call and its results are never small talk", test="small-talk-calls-and-results",
+         wrong="small-talk-per-message"),
+    dict(rule="the goal (first user message) is never small talk", test="small-talk-goal-and-system",
+         wrong="small-talk-goal-not-protected"),
+    dict(rule="a pinned message is never small talk", test="small-talk-pinned", wrong="small-talk-pinned-key-ignored"),
+    dict(rule="the newest keep_recent turns are kept", test="small-talk-recent-turns", wrong="small-talk-newest-turn-dropped"),
+    dict(rule="recent turns are counted in turn groups, not messages", test="small-talk-recent-turns",
+         wrong="small-talk-recent-counted-in-messages"),
+    dict(rule="user chit-chat is small talk too", test="small-talk-user-chatter", wrong="small-talk-assistant-only"),
+    dict(rule="only short messages (at most max_tokens) are small talk", test="small-talk-long-messages",
+         wrong="small-talk-no-length-limit"),
+    dict(rule="a message of exactly max_tokens counts (<=)", test="small-talk-long-messages", wrong="small-talk-limit-excluded"),
+    # missing_by_lap (measure success by lap)
+    dict(rule="the keys are lap numbers (record.lap)", test="missing-by-lap-keys-are-laps", wrong="missing-keyed-by-position"),
+    dict(rule="every lap has a key, [] when nothing is missing", test="missing-by-lap-keys-are-laps",
+         wrong="missing-skips-laps-with-nothing-missing"),
+    dict(rule="a probe not yet seen is not missing", test="missing-by-lap-not-yet-seen", wrong="missing-before-first-seen"),
+    dict(rule="the first-seen lap counts (>=)", test="missing-by-lap-first-seen-lap", wrong="missing-first-seen-lap-excluded"),
+    dict(rule="a probe never seen is never missing", test="missing-by-lap-never-seen", wrong="missing-never-seen-counted"),
+    dict(rule="names are in the order of result.probes", test="missing-by-lap-order", wrong="missing-sorted-by-name"),
+    # concept checks
+    dict(rule="Q4: cost and quality agree on static first, state last", test="q4-check", wrong="thinks-cheap-means-worse"),
+    dict(rule="Q4: the API does not reorder messages", test="q4-check", wrong="thinks-the-api-sorts-messages"),
+    dict(rule="Q4: order moves tokens, it does not remove them", test="q4-check", wrong="thinks-order-changes-length"),
+    dict(rule="Q5: lost in the middle is about attention, not trimming", test="q5-check",
+         wrong="thinks-lost-in-the-middle-is-trimming"),
+    dict(rule="Q5: the API sends every message", test="q5-check", wrong="thinks-the-api-drops-the-middle"),
+    dict(rule="Q5: summaries are still used", test="q5-check", wrong="avoids-summaries"),
+    dict(rule="Q6: the whole history every lap overflows", test="q6-check", wrong="sends-the-whole-history"),
+    dict(rule="Q6: memory is kept by code, not the model's judgement", test="q6-check", wrong="lets-the-model-delete"),
+    dict(rule="Q6: summarising everything every lap loses the recent turns", test="q6-check",
+         wrong="summarises-everything-every-lap"),
+    dict(rule="Q7: repeating in the middle does not help", test="q7-check", wrong="repeats-the-rule-in-the-middle"),
+    dict(rule="Q7: the system prompt stays first", test="q7-check", wrong="moves-the-system-prompt-last"),
+    dict(rule="Q7: unpinning a rule invites the compaction trap", test="q7-check", wrong="unpins-the-rule"),
 ]
