@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ctxlab
 from ctxlab.scratchpad import is_scratchpad_message
@@ -71,6 +73,7 @@ def test_the_assembler_gives_what_build_context_gives():
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
     assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
     state, counter = ctxlab.AssemblyState(), ctxlab.TokenCounter()
+    seen = 0
     for index in ctxlab.model_calls(run):
         step = run[index]["step"]
         ours = assembler.context(run[:index], scratchpad=pad(), step=step)
@@ -80,6 +83,69 @@ def test_the_assembler_gives_what_build_context_gives():
         assert (ours.messages, ours.tokens, ours.state, ours.allocation) == (
             want.messages, want.tokens, want.state, want.allocation), f"lap {step}"
         assert ours.dropped == want.dropped
+        assert list(assembler.log)[seen:] == list(want.log), f"lap {step}: the log differs"
+        seen = len(assembler.log)
+
+
+def _same_laps(run, budget, *, laps, steps=None, **options):
+    """Assembler and build_context with the state carried, lap after lap: the same prompts,
+    tokens, state, allocation, dropped messages and log events on every lap."""
+    tools = ctxlab.load_tools("research")
+    client = options.pop("client", None)
+    assembler = ctxlab.Assembler(budget, tools=tools, client=client, **options)
+    state, counter, seen = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0
+    for lap, index in enumerate(ctxlab.model_calls(run)[:laps]):
+        step = None if steps is None else steps[lap % len(steps)]
+        try:
+            want = ctxlab.build_context(run[:index], budget, tools=tools, scratchpad=pad(), state=state,
+                                        client=client, count=counter.message, step=step, **options)
+        except ctxlab.BudgetError:
+            with pytest.raises(ctxlab.BudgetError):
+                assembler.context(run[:index], scratchpad=pad(), step=step)
+            return
+        ours = assembler.context(run[:index], scratchpad=pad(), step=step)
+        state = want.state
+        assert (ours.messages, ours.tokens, ours.state, ours.allocation, ours.dropped) == (
+            want.messages, want.tokens, want.state, want.allocation, want.dropped), f"lap {lap}"
+        assert list(assembler.log)[seen:] == list(want.log), f"lap {lap}: the log differs"
+        seen = len(assembler.log)
+        ours.messages[0]["content"] = "changed by the caller"  # the next lap must not see it
+        for message in ours.messages:
+            for call in message.get("tool_calls") or []:
+                call["function"]["name"] = "changed"
+            if message.get("tool_calls"):
+                message["tool_calls"].append({"id": "x"})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    window=st.integers(6_000, 20_000),
+    summary_max=st.sampled_from([None, 300, 800]),
+    keep_full_for=st.integers(0, 4),
+    keep_recent=st.integers(1, 3),
+    low_water=st.sampled_from([0.5, 0.6, 1.0]),
+    pin_user_messages=st.booleans(),
+    pins=st.sets(st.integers(0, 120), max_size=4),
+    summarise=st.booleans(),
+    steps=st.one_of(st.none(), st.lists(st.integers(0, 40), min_size=1, max_size=5)),
+)
+def test_the_assembler_gives_what_build_context_gives_whatever_the_options(
+        window, summary_max, keep_full_for, keep_recent, low_water, pin_user_messages, pins, summarise, steps):
+    run = [dict(m) for m in long_run(40)]
+    for at in pins:  # pinned messages anywhere, tool results and assistant calls included
+        if at < len(run) and run[at]["role"] != "system":
+            run[at]["pinned"] = True
+    budget = ctxlab.ContextBudget(window=window, reserve_output=1_500, scratchpad_max=400, summary_max=summary_max)
+    _same_laps(run, budget, laps=60, steps=steps, keep_full_for=keep_full_for, keep_recent=keep_recent,
+               low_water=low_water, pin_user_messages=pin_user_messages,
+               client=ctxlab.OfflineSummariser() if summarise else None)
+
+
+def test_the_assembler_gives_what_build_context_gives_with_references(tmp_path):
+    store = ctxlab.TrajectoryStore(tmp_path / "run")
+    budget = ctxlab.ContextBudget(window=14_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
+    _same_laps(list(long_run(40)), budget, laps=80, keep_full_for=1, compress_after=3, store=store,
+               client=ctxlab.OfflineSummariser())
 
 
 def test_without_room_for_a_summary_it_trims_and_says_so():
