@@ -1,5 +1,5 @@
 """One judge serving notebook after notebook: a reset forgets the last notebook entirely, and
-the judge's token memo gives exactly what tiktoken gives (each in a fresh Python, since both
+the grading kernels' token memo gives exactly what tiktoken gives (each in a fresh Python, since both
 change the process they run in)."""
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def test_the_token_memo_agrees_with_tiktoken_and_hands_out_fresh_lists():
         enc = ctxlab.encoding()
         texts = ["", "context window", "<|endoftext|> is plain text here", "x" * 5000, "naïve café 日本語"]
         want = [enc.encode_ordinary(t) for t in texts]
-        import autograder.judging.judge as judge
-        judge.MEMO_TEXTS = 3  # forgets everything when full: still right
-        judge._memoize_tokens(); judge._memoize_tokens()
+        import autograder.judging.memo as memo
+        memo.MEMO_TOKENS = 7  # forgets everything when full: still right
+        memo.memoize_tokens(); memo.memoize_tokens()
         for _ in range(3):
             got = [enc.encode_ordinary(t) for t in texts]
             assert got == want, (got, want)

@@ -29,6 +29,7 @@ import sys
 
 from .endpoint import Endpoint
 from .errors import rebuild
+from .memo import memoize_tokens
 from .wire import ChannelError, Peer
 
 __all__ = ["start", "begin", "end", "reset"]
@@ -56,44 +57,9 @@ def _report(nonce: str, **fields) -> str:
     return json.dumps({"nonce": nonce, **fields})
 
 
-MEMO_TEXTS = 20_000  # token lists kept by _memoize_tokens, then forgotten all at once
-
-
-def _memoize_tokens() -> None:
-    """Remember the tokens of every text this judge encodes.
-
-    Tests count tokens of the same transcripts over and over (to check a learner's counts and
-    budgets), for one notebook after another; encoding is a pure function, so this kernel keeps
-    each text's tokens (as a tuple, handing out fresh lists). Only the judge's kernel does this:
-    the learner's kernel runs exactly as it would anywhere.
-    """
-    import tiktoken
-
-    if getattr(tiktoken.Encoding.encode_ordinary, "_ctxlab_memo", False):
-        return
-    original = tiktoken.Encoding.encode_ordinary
-    memo: dict[tuple[str, str], tuple[int, ...]] = {}
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        if type(text) is not str:
-            return original(self, text)
-        key = (self.name, text)
-        tokens = memo.get(key)
-        if tokens is None:
-            tokens = tuple(original(self, text))
-            if len(memo) >= MEMO_TEXTS:
-                memo.clear()
-            memo[key] = tokens
-        return list(tokens)
-
-    encode_ordinary._ctxlab_memo = True
-    encode_ordinary.__doc__ = original.__doc__
-    tiktoken.Encoding.encode_ordinary = encode_ordinary
-
-
 def start(nonce: str, path: str, timeout: float) -> str:
     """Listen on ``path``, silence expression results and remember token counts in this kernel."""
-    _memoize_tokens()
+    memoize_tokens()
     shell = __import__("IPython").get_ipython()
     shell.ast_node_interactivity = "none"
     shell.display_formatter.active_types = []  # nothing a test does can emit an execute_result
