@@ -81,7 +81,8 @@ def csv_cell(value: object) -> str:
 
 def md_text(text: object) -> str:
     """``text`` escaped for Markdown: no HTML, link, emphasis or table cell of its own; one line."""
-    one_line = " ↵ ".join(str(text).splitlines())
+    # Runs of whitespace become one space: leading tabs or spaces would make an indented code block.
+    one_line = " ".join(" ↵ ".join(str(text).splitlines()).split())
     return html.escape(MARKDOWN_SPECIAL.sub(r"\\\1", one_line), quote=False)
 
 

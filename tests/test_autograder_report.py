@@ -11,7 +11,7 @@ from contextlib import closing
 
 import mistune
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autograder.feedback import lesson_page, scrub
@@ -120,6 +120,8 @@ def test_submission_text_in_the_summary_renders_as_text_not_html():
 
 
 @given(HOSTILE_TEXT)
+@example("\t\t:")  # leading tabs once made an indented code block
+@example("      four spaces and more")
 def test_md_text_is_one_line_with_no_raw_markup(text):
     escaped = md_text(text)
     assert "\n" not in escaped and "\r" not in escaped

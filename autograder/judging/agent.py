@@ -39,16 +39,11 @@ _root: list[str] = []
 
 
 def install() -> int:
-    """Index ctxlab's functions by (file, qualified name), before any learner code runs; and
-    remember token counts (:mod:`.memo`: a pure function, so only time changes)."""
+    """Index ctxlab's functions by (file, qualified name), before any learner code runs."""
     import importlib
     import pkgutil
 
     import ctxlab
-
-    from .memo import memoize_tokens
-
-    memoize_tokens()
 
     root = os.path.dirname(os.path.realpath(ctxlab.__file__))
     _root[:] = [root]

@@ -1,13 +1,14 @@
-"""Remember the tokens of every text a grading kernel encodes (both kernels of a notebook).
+"""Remember the tokens of every text the judge's kernel encodes.
 
 Tests count the same transcripts over and over: a hidden test may call the learner's ``fit``
 fifty times on one history, and both the learner's code and the test's reference count its
-messages each time. Encoding is a pure function, so a grading kernel keeps each text's tokens
+messages each time; the judge's share of that is the test's. Encoding is a pure function, so the judge's kernel keeps each text's tokens
 (compactly, handing out a fresh list each time): same results, less work. It changes nothing
 but time, and holds at most ``MEMO_TOKENS`` tokens before it forgets everything at once.
 
-Only grading kernels call :func:`memoize_tokens` (it changes tiktoken for the whole process);
-``tests/test_judge_reuse.py`` checks it in a process of its own.
+Only the judge's kernel calls :func:`memoize_tokens`, never the learner's (whose memory it
+would change); it changes tiktoken for the whole process, so ``tests/test_judge_reuse.py``
+checks it in a process of its own.
 
 >>> MEMO_TOKENS
 4000000
