@@ -36,7 +36,15 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .assembly import AssemblyState, Context, _bounded_pad, _check_fraction, _tools_tokens, assemble
+from .assembly import (
+    AssemblyState,
+    Context,
+    _bounded_pad,
+    _check_fraction,
+    _tools_tokens,
+    assemble,
+    assemble_detail,
+)
 from .budget import ContextBudget
 from .compression import STUB_PREFIX, compress_history, stub_reference
 from .errors import BudgetError, MessageError
@@ -303,12 +311,11 @@ class Assembler:
         dropped = list(window.dropped)
         self.log.record(
             "assemble", lap=step, tokens_before=fixed + self._tokens, tokens_after=tokens,
-            detail=(
-                f"{len(messages)} messages, {tokens:,} of {budget.input_limit:,} input tokens: static "
-                f"{fixed:,}, history {middle_tokens - summary_tokens:,}"
-                + (f", summary {summary_tokens:,} (cap {min(budget.summary_cap, allowance // 2):,})" if summary_msg else "")
-                + (f", scratchpad {pad_tokens:,}" if pad_message else "")
-                + f"; {len(dropped)} of {len(self._elastic)} history messages out of the prompt; eviction compress"
+            detail=assemble_detail(
+                messages=len(messages), tokens=tokens, budget=budget, fixed=fixed, middle_tokens=middle_tokens,
+                summary_tokens=summary_tokens if summary_msg else None, allowance=allowance,
+                pad_tokens=pad_tokens if pad_message else None, dropped=len(dropped), elastic=len(self._elastic),
+                stages=("compress",),
             ),
             stages=("compress",),
         )

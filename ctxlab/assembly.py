@@ -583,13 +583,11 @@ def assemble(
         record_tokens = fixed + sum(counter(m) for m in elastic)
     log.record(
         "assemble", lap=step, tokens_before=record_tokens, tokens_after=tokens,
-        detail=(
-            f"{len(messages)} messages, {tokens:,} of {budget.input_limit:,} input tokens: static "
-            f"{fixed:,}, history {middle_tokens - summary_tokens:,}"
-            + (f", summary {summary_tokens:,} (cap {min(budget.summary_cap, allowance // 2):,})" if summary_msg else "")
-            + (f", scratchpad {pad_tokens:,}" if pad_message else "")
-            + f"; {len(dropped)} of {len(elastic)} history messages out of the prompt; eviction "
-            + " > ".join(stages)
+        detail=assemble_detail(
+            messages=len(messages), tokens=tokens, budget=budget, fixed=fixed, middle_tokens=middle_tokens,
+            summary_tokens=summary_tokens if summary_msg else None, allowance=allowance,
+            pad_tokens=pad_tokens if pad_message else None, dropped=len(dropped), elastic=len(elastic),
+            stages=stages,
         ),
         stages=tuple(stages),
     )
@@ -656,4 +654,18 @@ def _log_cut(
         "trim", lap=step, tokens_before=before, tokens_after=after, messages=taken,
         detail=f"{over}: dropped {len(taken)} messages to {after:,} tokens ({low_water:.0%} of the "
         f"allowance is the low-water mark){note}",
+    )
+
+
+def assemble_detail(*, messages: int, tokens: int, budget: ContextBudget, fixed: int, middle_tokens: int,
+                    summary_tokens: int | None, allowance: int, pad_tokens: int | None, dropped: int,
+                    elastic: int, stages: Sequence[str]) -> str:
+    """The ``assemble`` event's detail line (``build_context`` and ``Assembler`` write the same)."""
+    history = middle_tokens - (summary_tokens or 0)
+    return (
+        f"{messages} messages, {tokens:,} of {budget.input_limit:,} input tokens: static {fixed:,}, history {history:,}"
+        + (f", summary {summary_tokens:,} (cap {min(budget.summary_cap, allowance // 2):,})"
+           if summary_tokens is not None else "")
+        + (f", scratchpad {pad_tokens:,}" if pad_tokens is not None else "")
+        + f"; {dropped} of {elastic} history messages out of the prompt; eviction " + " > ".join(stages)
     )
