@@ -75,6 +75,11 @@ def recounting_fit(history, allowance):
     return ctxlab.fit(history, allowance, count=ctxlab.count_message)
 
 
+def _keep_everything(history, allowance):
+    """The layout's baseline as a plain policy function, so it can be timed like the others."""
+    return list(history), []
+
+
 def _timed_policy(policy, spent: list[float]):
     """``policy``, timed: each call appends its seconds to ``spent`` (the signature is kept, so
     the widget still passes the options the policy names)."""
@@ -121,7 +126,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         label: _timed_policy(policy, spent)
         for label, policy in {
             "ctxlab.fit": ctxlab.fit,
-            "keep everything": ctxlab.keep_everything,
+            "keep everything": _keep_everything,
             "ctxlab.trim_and_summarise (offline summariser)": trim_and_summarise,
             "ctxlab.build_context (offline summariser)": assembler(),
             "a fit that re-counts every call": recounting_fit,
@@ -130,7 +135,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     started = time.perf_counter()
     widget = WindowWidget(run, reference=policies, title="research x6", window=WINDOW, reserve_output=RESERVE)
     build = time.perf_counter() - started
-    laps = widget.replay.laps
+    laps = widget.layouts.laps
     steps = 4 if quick else 30
     rounds = 1 if quick else 3
 
@@ -167,7 +172,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
 
     widget.window.value = WINDOW
     widget.lap.value = laps
-    layout_s = measure.median([measure.timed(lambda: widget.replay.layout(
+    layout_s = measure.median([measure.timed(lambda: widget.layouts.layout(
         laps, ctxlab.ContextBudget(window=WINDOW, reserve_output=RESERVE), policy=ctxlab.fit))[0] for _ in range(5)])
     view = widget.current_layout
     html_s = measure.median([measure.timed(lambda: render_layout_html(view))[0] for _ in range(5)])
@@ -177,7 +182,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     data = {
         "messages": len(run),
         "laps": laps,
-        "tokens": sum(widget.replay.tokens),
+        "tokens": sum(widget.layouts.tokens),
         "window": WINDOW,
         "reserve_output": RESERVE,
         "target_seconds": TARGET,
@@ -214,7 +219,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         "summariser (rendering and summarising hundreds of dropped messages on every call), and a "
         "policy that re-counts every message on each call (no `count=`) pays for the tokenizer again.",
         "",
-        f"At the last lap ({len(widget.replay.prompt(laps))} messages in the prompt) with ctxlab.fit: layout "
+        f"At the last lap ({len(widget.layouts.prompt(laps))} messages in the prompt) with ctxlab.fit: layout "
         f"{measure.seconds(layout_s)}, HTML {measure.seconds(html_s)} ({data['html_bytes'] / 1024:.0f} KB), "
         f"JSON encoding of it {measure.seconds(json_s)}. Making the widget (counting every message "
         f"once) took {measure.seconds(build)}.",

@@ -5,6 +5,15 @@ result or drops a pin, roll-up summaries, a bounded scratchpad, age-based compre
 results, and the context assembler that puts them together. Every public name is re-exported
 here; anything else is internal.
 
+One name per idea: :func:`replay` is the one replay (a policy measured over a run);
+:class:`TranscriptLayout` lays a run out lap by lap for the widget; the policies
+(:class:`KeepEverything`, :class:`TruncateOldest`, :class:`Summarise`, :class:`Assemble`) work
+in both; :func:`compact` is the one summariser call, which :func:`trim_and_summarise`,
+:class:`Summarise` and :func:`build_context` use, with a client (:func:`get_client`,
+:class:`OfflineSummariser`). Names retired from this list still import for one release, with a
+``DeprecationWarning`` naming the replacement: ``keep_everything``, ``WindowReplay``,
+``replay_prompts``.
+
 >>> import ctxlab
 >>> ctxlab.count_messages([{"role": "user", "content": "Hello!"}])
 9
@@ -13,6 +22,7 @@ here; anything else is internal.
 __version__ = "0.1.0"
 
 from . import parts as parts  # the content-part rules: ctxlab.parts
+from ._retired import retired as _retired
 from .budget import Allocation, ContextBudget, billed_input, context_per_lap, model_calls
 from .checking import check, check_all, yours_or_reference
 from .environment import check_environment
@@ -25,6 +35,7 @@ from .messages import (
     strip_course_keys,
     validate_messages,
 )
+from .pins import PIN_KINDS, PIN_TOOL, Pin, pin_tool_schema, pinned_items
 from .tokens import (
     COURSE_KEYS,
     TokenCounter,
@@ -64,7 +75,7 @@ from .summarising import (
     summary_text,
     trim_and_summarise,
 )
-from .watermarks import HighLowTrimmer, count_trims, replay_prompts
+from .watermarks import HighLowTrimmer, count_trims
 
 # when to compact (lesson 03)
 # isort: split
@@ -89,7 +100,7 @@ from .replaying import LapRecord, ReplayResult, compare_runs, replay
 
 # layout: what the context-layout widget shows (ctxlab.widgets draws it; imported only when used)
 # isort: split
-from .layout import WindowLayout, WindowReplay, keep_everything, layout_window
+from .layout import TranscriptLayout, WindowLayout, layout_window
 from .layout_html import render_layout_html
 
 __all__ = [
@@ -132,6 +143,12 @@ __all__ = [
     "pairs_ok",
     "pinned_indices",
     "fit",
+    # the pinned list, recorded by a call of the pin tool
+    "PIN_TOOL",
+    "PIN_KINDS",
+    "Pin",
+    "pin_tool_schema",
+    "pinned_items",
     "GrowingHistory",
     "MessageRuns",
     # environment
@@ -143,7 +160,6 @@ __all__ = [
     # watermarks, summarising, llm, events (lessons 02 and 03)
     "HighLowTrimmer",
     "count_trims",
-    "replay_prompts",
     "SUMMARY_PREFIX",
     "render_steps",
     "failure_of",
@@ -199,9 +215,21 @@ __all__ = [
     "LapRecord",
     "compare_runs",
     # layout (the context-layout widget's model; the widget itself is ctxlab.widgets)
-    "WindowReplay",
+    "TranscriptLayout",
     "WindowLayout",
     "layout_window",
-    "keep_everything",
     "render_layout_html",
 ]
+
+from .layout import _keep_everything  # noqa: E402, F401 - what the retired names return
+from .watermarks import _prompts_per_call  # noqa: E402, F401
+
+__getattr__ = _retired(__name__, {
+    "keep_everything": ("_keep_everything", "use the policy ctxlab.KeepEverything(), which the window "
+                        "layout and ctxlab.replay both take (or policy=None in the layout)"),
+    "WindowReplay": ("TranscriptLayout", "use ctxlab.TranscriptLayout, the same class renamed "
+                     "(ctxlab.replay is the one replay)"),
+    "replay_prompts": ("_prompts_per_call", "call the trimmer before each model call, "
+                       "[trim(history[:i]) for i in ctxlab.model_calls(history)]; to measure a policy "
+                       "lap by lap, use ctxlab.replay"),
+}, globals())

@@ -12,7 +12,9 @@ Between cuts it keeps that window from lap to lap: each message's view (compress
 tier), its tokens and its sendable copy (course keys stripped), the turn groups' tokens and
 pins, and what is out of the prompt. A lap that does not cut only adds the new messages and
 recompresses the tool results whose tier changes (a heap of the steps at which they do), then
-copies the cached messages into the prompt. A lap that cuts, or a step that goes back, runs the
+copies the cached messages into the prompt. What a lap logs and the scratchpad's message
+are made once per change too: the ``compress`` event's entries when a result changes tier (a
+lap fills in their ages), the scratchpad when its fields change. A lap that cuts, or a step that goes back, runs the
 full pipeline (:func:`ctxlab.assemble`) and the window is rebuilt at the new cut.
 
 The prompt returned is the caller's: every message dict is new, and so are its ``tool_calls``
@@ -50,13 +52,13 @@ from .compression import STUB_PREFIX, compress_history, stub_reference
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .messages import MessageChecker, strip_course_keys
-from .scratchpad import is_scratchpad_message
+from .pins import PIN_TOOL, is_pin_call
+from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import is_summary, summary_message
 from .tokens import REPLY_PRIMING, TokenCounter
-from .trimming import PINNED_ROLES
+from .trimming import PINNED_ROLES, pins_itself
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .scratchpad import Scratchpad
     from .store import TrajectoryStore
 
 __all__ = ["Assembler"]
@@ -79,6 +81,11 @@ class Assembler:
     be a constraint ("do not touch the payments module"). Pin what must survive, then pass
     ``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS`` to turn it on.
 
+    A call of the pin tool ``pin_tool`` (:data:`ctxlab.PIN_TOOL`; ``None`` recognises none) is
+    pinned with its turn group, as a message marked ``"pinned": True`` is, unless it is marked
+    ``"pinned": False`` (:mod:`ctxlab.pins`): kept in the pinned head, its results never
+    compressed by age, exactly as in ``build_context``.
+
     >>> assembler = Assembler(ContextBudget(window=1_000, reserve_output=200))
     >>> assembler.extend([{"role": "system", "content": "You fix bugs."}, {"role": "user", "content": "Fix #412."}])
     >>> [m["role"] for m in assembler.build().messages]
@@ -88,6 +95,11 @@ class Assembler:
     ...                    small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS)  # stage on
     >>> assembler.small_talk_tokens, chatty.small_talk_tokens
     (0, 40)
+    >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": '{"text": "No refunds."}'}}
+    >>> assembler.extend([{"role": "assistant", "content": None, "tool_calls": [call]},
+    ...                   {"role": "tool", "tool_call_id": "p1", "content": "pinned"}])
+    >>> assembler.pin_tool, [m["role"] for m in assembler.build().messages]
+    ('pin', ['system', 'user', 'assistant', 'tool'])
     """
 
     def __init__(
@@ -107,6 +119,7 @@ class Assembler:
         log: MemoryLog | None = None,
         counter: TokenCounter | None = None,
         small_talk_tokens: int = 0,
+        pin_tool: str | None = PIN_TOOL,
     ) -> None:
         _check_fraction(low_water)
         self.budget = budget
@@ -117,6 +130,7 @@ class Assembler:
         self.pin_user_messages = pin_user_messages
         self.low_water = low_water
         self.small_talk_tokens = small_talk_tokens
+        self.pin_tool = pin_tool
         self.compression = dict(keep_full_for=keep_full_for, compress_after=compress_after,
                                 max_chars=max_chars, store=store)
         self.log = log if log is not None else MemoryLog()
@@ -136,6 +150,7 @@ class Assembler:
         self._window: _Window | None = None  # what the last lap's prompt held, kept up to date
         self._sendable_static: list[dict[str, Any]] | None = None
         self._summary_cache: tuple[str, dict[str, Any], int] | None = None
+        self._pad_cache: tuple[tuple, dict[str, Any], int, list] | None = None
         self._collecting = False
         self._first_user_seen = False
         self._max_step = 0
@@ -184,7 +199,7 @@ class Assembler:
             self._starts.append(len(self._elastic))
             self._collecting = role == "assistant" and bool(message.get("tool_calls"))
         group = len(self._starts) - 1
-        pinned = role in PINNED_ROLES or message.get("pinned") is True
+        pinned = pins_itself(message, self.pin_tool)
         if role == "user" and (self.pin_user_messages or not self._first_user_seen):
             pinned = True
         if role == "user":
@@ -248,6 +263,7 @@ class Assembler:
             keep_recent=self.keep_recent, pin_user_messages=self.pin_user_messages, low_water=self.low_water,
             compression=self.compression, log=self.log, count=self.counter.message, memo=self._memo,
             record_tokens=fixed + self._tokens, fixed=fixed, small_talk_tokens=self.small_talk_tokens,
+            pin_tool=self.pin_tool,
         )
         context.messages = [_copy(m) for m in context.messages]  # nothing the caller changes reaches the record
         self.state = context.state
@@ -280,9 +296,8 @@ class Assembler:
         if window.unsafe:
             return None
         self._window = window
-        budget, counter = self.budget, self.counter.message
-        pad_log = MemoryLog()
-        pad_message, pad_tokens = _bounded_pad(scratchpad, budget, counter, pad_log, step)
+        budget = self.budget
+        pad_message, pad_tokens, pad_events = self._pad(scratchpad, step)
         fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
         try:
             allowance = budget.history_allowance(fixed, pad_tokens)
@@ -296,18 +311,18 @@ class Assembler:
         tokens = fixed + middle_tokens + pad_tokens
         if tokens > budget.input_limit:  # pragma: no cover - guarded by the allowance
             return None
-        for event in pad_log:
-            self.log.append(event)
+        for kind, fields in pad_events:
+            self.log.record(kind, lap=step, **fields)
         window.log_compress(self.log, step, self.compression)
         head_groups, head_tokens, head_stop = window.head()
-        sendable = window.sendable
+        body = window.copies()
         messages = [_copy(m) for m in self._static_sendable()]
-        messages += [_copy(sendable[i]) for i in range(head_stop)]
+        messages += body[:head_stop]
         if summary_msg is not None:
             messages.append(_copy(summary_msg))
-        messages += [_copy(sendable[i]) for i in range(head_stop, len(sendable))]
+        messages += body[head_stop:]
         if pad_message is not None:
-            messages += strip_course_keys([pad_message])
+            messages.append(pad_message)  # already a new dict
         dropped = list(window.dropped)
         self.log.record(
             "assemble", lap=step, tokens_before=fixed + self._tokens, tokens_after=tokens,
@@ -331,6 +346,29 @@ class Assembler:
             self._sendable_static = strip_course_keys(self._static)
         return self._sendable_static
 
+    def _pad(self, scratchpad: Scratchpad | None, step: int) -> tuple[dict[str, Any] | None, int, list]:
+        """The scratchpad's sendable message within its cap (a new dict, the caller's), its
+        tokens, and the events its rendering records, as ``(kind, fields)`` pairs.
+
+        A :class:`ctxlab.Scratchpad` whose fields are all strings is rendered once per change:
+        its rendering is a function of those fields, so a lap whose fields equal the last
+        rendered ones reuses that message, count and events."""
+        if scratchpad is None:
+            return None, 0, []
+        key = _pad_key(scratchpad)
+        cached = self._pad_cache
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1].copy(), cached[2], cached[3]
+        pad_log = MemoryLog()
+        message, tokens = _bounded_pad(scratchpad, self.budget, self.counter.message, pad_log, step)
+        events = [(e.kind, {"tokens_before": e.tokens_before, "tokens_after": e.tokens_after,
+                            "messages": e.messages, "detail": e.detail, **e.data}) for e in pad_log]
+        sendable = strip_course_keys([message])[0] if message is not None else None
+        if key is not None and sendable is not None:
+            self._pad_cache = (key, sendable, tokens, events)
+            return sendable.copy(), tokens, events
+        return sendable, tokens, events
+
     def _summary(self, summary: str) -> tuple[dict[str, Any], int]:
         if self._summary_cache is None or self._summary_cache[0] != summary:
             message = summary_message(summary)
@@ -338,22 +376,71 @@ class Assembler:
         return self._summary_cache[1], self._summary_cache[2]
 
 
-def _copy(message: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a cached sendable message the caller may change freely: the dict, its
-    ``tool_calls`` list, each call and its ``function``, and a list ``content`` and its parts
-    are new; strings and other values inside are shared (they cannot be changed in place)."""
-    out = message.copy()
+def _pad_key(pad: Any) -> tuple | None:
+    """What a :class:`ctxlab.Scratchpad`'s message is a function of: its fields, flattened, or
+    ``None`` when one holds anything but strings (an item that may change in place) or the pad
+    is a subclass (which may render differently).
+
+    >>> _pad_key(Scratchpad(goal="g", done=["read a"])) == _pad_key(Scratchpad(goal="g", done=["read a"]))
+    True
+    >>> _pad_key(Scratchpad(goal="g", done=["read a"])) == _pad_key(Scratchpad(goal="g", remaining=["read a"]))
+    False
+    """
+    if pad.__class__ is not Scratchpad:
+        return None
+    facts, failed, lists = pad.facts, pad.failed, (pad.done, pad.remaining, pad.open_questions)
+    if facts.__class__ is not dict or failed.__class__ is not dict or any(x.__class__ is not list for x in lists):
+        return None
+    flat = (pad.goal, *facts, *facts.values(), *failed, *failed.values(), *lists[0], *lists[1], *lists[2])
+    for item in flat:
+        if item.__class__ is not str:
+            return None
+    return flat, len(facts), len(failed), len(lists[0]), len(lists[1])
+
+
+def _needs_deep_copy(message: Mapping[str, Any]) -> bool:
+    """True when a copy of ``message`` needs more than ``dict.copy`` (see :func:`_deepen`)."""
+    return message.get("tool_calls").__class__ is list or message.get("content").__class__ is list
+
+
+def _plain_calls(calls: list) -> bool:
+    """True when every call is a dict whose ``function`` is a dict (what the API sends)."""
+    for call in calls:
+        if call.__class__ is not dict or call.get("function").__class__ is not dict:
+            return False
+    return True
+
+
+def _deepen(out: dict[str, Any]) -> dict[str, Any]:
+    """Make the shallow copy ``out`` one the caller may change freely: its ``tool_calls`` list,
+    each call and its ``function``, and a list ``content`` and its parts become new; strings
+    and other values inside are shared (they cannot be changed in place)."""
     calls = out.get("tool_calls")
     if calls.__class__ is list:
-        out["tool_calls"] = [
-            {**call, "function": dict(call["function"])} if call.__class__ is dict and isinstance(call.get("function"), dict)
-            else (dict(call) if isinstance(call, dict) else call)
-            for call in calls
-        ]
+        if _plain_calls(calls):
+            out["tool_calls"] = [{**call, "function": call["function"].copy()} for call in calls]
+        else:
+            out["tool_calls"] = [
+                {**call, "function": dict(call["function"])} if isinstance(call, dict) and isinstance(call.get("function"), dict)
+                else (dict(call) if isinstance(call, dict) else call)
+                for call in calls
+            ]
     content = out.get("content")
     if content.__class__ is list:
         out["content"] = [dict(part) if isinstance(part, dict) else part for part in content]
     return out
+
+
+def _copy(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a cached sendable message the caller may change freely (see :func:`_deepen`).
+
+    >>> cached = {"role": "assistant", "content": None, "tool_calls": [
+    ...     {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    >>> mine = _copy(cached)
+    >>> mine == cached, mine["tool_calls"][0]["function"] is cached["tool_calls"][0]["function"]
+    (True, False)
+    """
+    return _deepen(message.copy())
 
 
 class _Window:
@@ -382,7 +469,12 @@ class _Window:
         self.total = 0
         self.calls: dict[str, int] = {}  # call id -> view index of the assistant message
         self.tiers: dict[int, str] = {}  # view index -> tier of each tool result that ages
-        self.changed: dict[int, tuple[str, Any]] = {}  # view index -> (new text, ref) of replaced results
+        self.changed: dict[int, dict[str, Any]] = {}  # view index -> its entry in the compress event (age aside)
+        self.changed_before = 0  # tokens of the replaced results, in full
+        self.changed_after = 0  # and of what replaces them
+        self.compress_event: tuple | None = None  # the compress event's parts, kept until a result changes
+        self.deep: list[int] = []  # view indices whose copy needs more than dict.copy, ascending
+        self.deep_set: set[int] = set()
         self.heap: list[tuple[int, int]] = []  # (step of the next tier change, view index)
         options = owner.compression
         self.keep_full_for = options["keep_full_for"]
@@ -444,12 +536,18 @@ class _Window:
         return self.views[at] if at is not None else {}
 
     def _ages(self, k: int) -> bool:
-        """True when the tool result at ``k`` is one ``compress_history`` shrinks by age."""
+        """True when the tool result at ``k`` is one ``compress_history`` shrinks by age: not
+        pinned, nor answering a caller that is (marked ``"pinned": True``, or a pin call not
+        marked at all, which the pipeline marks before compressing)."""
         message = self.owner._elastic[self.positions[k]]
         lap = message.get("step")
-        return (message.get("role") == "tool" and isinstance(message.get("content"), str)
+        if not (message.get("role") == "tool" and isinstance(message.get("content"), str)
                 and isinstance(lap, int) and not isinstance(lap, bool) and message.get("pinned") is not True
-                and self._caller(k).get("pinned") is not True and stub_reference(message["content"]) is None)
+                and stub_reference(message["content"]) is None):
+            return False
+        caller = self._caller(k)
+        mark = caller.get("pinned")
+        return mark is not True and not (mark is None and is_pin_call(caller, self.owner.pin_tool))
 
     def _tier(self, lap: int, step: int) -> tuple[str, int | None]:
         """The tier of a result of lap ``lap`` at ``step``, and the step of its next change."""
@@ -467,32 +565,59 @@ class _Window:
             heapq.heappush(self.heap, (change, k))
         if self.tiers.get(k) == tier:
             return
+        first = k not in self.tiers
         self.tiers[k] = tier
         if tier == "full":
+            if first:  # a new result, already in the window in full with its count: nothing changes
+                return
             view: Message = original
         else:
             caller = self._caller(k)
             batch = [caller, original] if caller else [original]
             view = compress_history(batch, self.step, memo=self.owner._memo, count=self.owner.counter.message,
                                     **self.owner.compression)[-1]
-        self.changed.pop(k, None)
+        full_tokens = self.owner._counts[self.positions[k]]
+        if self.changed.pop(k, None) is not None:
+            self.changed_before -= full_tokens
+            self.changed_after -= self.tokens[k]
+        self.compress_event = None
+        self._set(k, view, full_tokens if view is original else self.owner.counter.message(view))
         if view is not original:
-            self.changed[k] = (view["content"], self._ref(original, tier))
-        self._set(k, view, self.owner.counter.message(view))
+            new = view["content"]
+            self.changed[k] = {
+                "index": k, "tool_call_id": original.get("tool_call_id"), "lap": original["step"], "age": 0,
+                "tier": "reference" if new.startswith(STUB_PREFIX) else "compressed",
+                "chars_before": len(original["content"]), "chars_after": len(new), "ref": self._ref(original, tier),
+            }
+            self.changed_before += full_tokens
+            self.changed_after += self.tokens[k]
 
     def _ref(self, original: Message, tier: str) -> Any:
         known = self.owner._memo.get((id(original), tier))
         return known[2] if known is not None and known[0] is original else None
 
     def _set(self, k: int, view: Message, tokens: int) -> None:
-        group = len(self.group_starts) - 1
-        while self.group_starts[group] > k:
-            group -= 1
+        group = bisect.bisect_right(self.group_starts, k) - 1
         self.group_tokens[group] += tokens - self.tokens[k]
         self.total += tokens - self.tokens[k]
         self.tokens[k] = tokens
         self.views[k] = view
-        self.sendable[k] = strip_course_keys([view])[0]
+        sendable = self.sendable[k] = strip_course_keys([view])[0]
+        if _needs_deep_copy(sendable):
+            if k not in self.deep_set:
+                self.deep_set.add(k)
+                bisect.insort(self.deep, k)
+        elif k in self.deep_set:
+            self.deep_set.discard(k)
+            self.deep.remove(k)
+
+    def copies(self) -> list[dict[str, Any]]:
+        """Copies of the sendable messages that the caller may change (as :func:`_copy` makes):
+        a ``dict.copy`` each, and new ``tool_calls`` and list contents where there are some."""
+        body = list(map(dict.copy, self.sendable))
+        for k in self.deep:
+            _deepen(body[k])
+        return body
 
     def catch_up(self, step: int) -> None:
         """New messages in, and the results whose tier changes by ``step`` recompressed."""
@@ -513,30 +638,28 @@ class _Window:
         return list(range(leading)), sum(self.group_tokens[:leading]), stop
 
     def log_compress(self, log: MemoryLog, step: int, compression: Mapping[str, Any]) -> None:
-        """The ``compress`` event ``compress_history`` records for this view."""
+        """The ``compress`` event ``compress_history`` records for this view.
+
+        Its parts (the results in order, their entries, the detail line) are made once per
+        change of a result's view; a lap only fills in each result's age."""
         if not self.changed:
             return
-        elastic = self.owner._elastic
-        changes, replaced, before, after = [], [], 0, 0
-        for k in sorted(self.changed):
-            new, ref = self.changed[k]
-            original = elastic[self.positions[k]]
-            replaced.append(original)
-            before += self.owner._counts[self.positions[k]]
-            after += self.tokens[k]
-            changes.append(
-                {"index": k, "tool_call_id": original.get("tool_call_id"), "lap": original["step"],
-                 "age": step - original["step"], "tier": "reference" if new.startswith(STUB_PREFIX) else "compressed",
-                 "chars_before": len(original["content"]), "chars_after": len(new), "ref": ref}
-            )
-        stubs = sum(1 for c in changes if c["tier"] == "reference")
-        keep_full_for, compress_after = compression["keep_full_for"], compression["compress_after"]
-        log.record(
-            "compress", lap=step, tokens_before=before, tokens_after=after, messages=replaced,
-            detail=(
-                f"{len(changes) - stubs} tool result(s) older than {keep_full_for} laps compressed "
+        if self.compress_event is None:
+            order = sorted(self.changed)
+            entries = [self.changed[k] for k in order]
+            elastic, positions = self.owner._elastic, self.positions
+            replaced = tuple(elastic[positions[k]] for k in order)
+            stubs = sum(1 for entry in entries if entry["tier"] == "reference")
+            keep_full_for, compress_after = compression["keep_full_for"], compression["compress_after"]
+            detail = (
+                f"{len(entries) - stubs} tool result(s) older than {keep_full_for} laps compressed "
                 f"to {compression['max_chars']:,} chars"
                 + (f"; {stubs} older than {compress_after} laps replaced by references" if stubs else "")
-            ),
-            changes=changes,
+            )
+            self.compress_event = (entries, replaced, detail)
+        entries, replaced, detail = self.compress_event
+        log.record(
+            "compress", lap=step, tokens_before=self.changed_before, tokens_after=self.changed_after,
+            messages=replaced, detail=detail,
+            changes=[{**entry, "age": step - entry["lap"]} for entry in entries],
         )

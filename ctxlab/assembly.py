@@ -51,6 +51,7 @@ from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .eviction import small_talk_groups
 from .messages import strip_course_keys, validate_messages
+from .pins import PIN_TOOL, is_pin_call
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import compact, is_summary, summary_message
 from .summary_format import MIN_SUMMARY_TOKENS
@@ -168,16 +169,19 @@ def split_record(history: Sequence[Message], state: AssemblyState) -> tuple[list
 # --- the middle: turn groups, which are pinned, what each costs ----------------------------------
 
 
-def pinned_group_spans(elastic: Sequence[Message], pin_user_messages: bool = False) -> list[tuple[int, int]]:
+def pinned_group_spans(
+    elastic: Sequence[Message], pin_user_messages: bool = False, *, pin_tool: str | None = PIN_TOOL,
+) -> list[tuple[int, int]]:
     """``(start, stop)`` of the turn groups of ``elastic`` that are pinned: the group of the
-    first user message (the task), every group holding a message marked ``"pinned": True``,
-    and with ``pin_user_messages`` every user message's.
+    first user message (the task), every group holding a message marked ``"pinned": True`` or a
+    call of the pin tool (:func:`ctxlab.pinned_indices`), and with ``pin_user_messages`` every
+    user message's.
 
     >>> pinned_group_spans([{"role": "user", "content": "task"}, {"role": "assistant", "content": "a"},
     ...                     {"role": "user", "content": "rule", "pinned": True}])
     [(0, 1), (2, 3)]
     """
-    pins = pinned_indices(elastic)
+    pins = pinned_indices(elastic, pin_tool=pin_tool)
     if pin_user_messages:
         pins |= {i for i, m in enumerate(elastic) if m.get("role") == "user"}
     return [(a, b) for a, b in turn_group_spans(elastic) if any(i in pins for i in range(a, b))]
@@ -202,12 +206,12 @@ class Middle:
     @classmethod
     def of(
         cls, elastic: Sequence[Message], cut: int, pinned_before: Sequence[tuple[int, int]], compressor: Callable,
-        count: Callable[[Message], int], pin_user_messages: bool,
+        count: Callable[[Message], int], pin_user_messages: bool, pin_tool: str | None = PIN_TOOL,
     ) -> Middle:
         positions = [i for a, b in pinned_before for i in range(a, b)] + list(range(cut, len(elastic)))
         view = compressor([elastic[i] for i in positions])
         spans = turn_group_spans(view)
-        pins = pinned_indices(view)
+        pins = pinned_indices(view, pin_tool=pin_tool)
         if pin_user_messages:
             pins |= {i for i, m in enumerate(view) if m.get("role") == "user"}
         pinned = {g for g, (a, b) in enumerate(spans) if any(i in pins for i in range(a, b))}
@@ -293,7 +297,8 @@ def trim_middle(
         if target <= 0:
             continue
         try:
-            _kept, dropped = fit(candidates, target, keep_recent=keep_recent, count=count)
+            # the pins are marked above, by the middle's rule: fit adds no pin of its own
+            _kept, dropped = fit(candidates, target, keep_recent=keep_recent, count=count, pin_tool=None)
         except BudgetError:
             continue
         return sorted(middle.positions[where[id(m)]] for m in dropped)
@@ -396,6 +401,7 @@ def build_context(
     log: MemoryLog | None = None,
     count: Callable[[Message], int] | None = None,
     small_talk_tokens: int = 0,
+    pin_tool: str | None = PIN_TOOL,
 ) -> Context:
     """Assemble the prompt for the next model call from the full record ``history``.
 
@@ -405,9 +411,11 @@ def build_context(
 
     1. the leading system messages (the static prefix; ``tools`` are counted with it);
     2. the pinned head: the first user message (the task), and any message marked
-       ``"pinned": True`` (with its turn group) that is older than the cut. These are the
-       pinned list: copied forward unchanged on every lap, outside the summary, so a
-       constraint stated once survives any number of compactions. Other user messages are not
+       ``"pinned": True`` or call of the pin tool ``pin_tool`` (:data:`ctxlab.PIN_TOOL`, with
+       its results: :mod:`ctxlab.pins`), with its turn group, that is older than the cut. These
+       are the pinned list: copied forward unchanged on every lap, outside the summary, so a
+       constraint stated once survives any number of compactions; their tokens are the
+       allocation's ``pinned`` line. Other user messages are not
        pinned by default (``pin_user_messages=True`` pins them all, as lesson 06's
        :class:`ctxlab.Assemble` does): moved above the summary they would lose their place
        next to the replies they got;
@@ -479,13 +487,15 @@ def build_context(
     spans = turn_group_spans(elastic)
     if state.cut and state.cut != len(elastic) and not any(a == state.cut for a, _ in spans):
         raise ValueError(f"state.cut ({state.cut}) does not fall between turn groups of this history")
-    pinned_before = [(a, b) for a, b in pinned_group_spans(elastic, pin_user_messages) if a < state.cut]
+    pinned_before = [(a, b) for a, b in pinned_group_spans(elastic, pin_user_messages, pin_tool=pin_tool)
+                     if a < state.cut]
     return assemble(
         static, elastic, budget, state, pinned_before=pinned_before, tools=tools, scratchpad=scratchpad,
         client=client, model=model, step=_last_step(history) if step is None else step, keep_recent=keep_recent,
         pin_user_messages=pin_user_messages, low_water=low_water,
         compression=dict(keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars, store=store),
         log=log if log is not None else MemoryLog(), count=counter, small_talk_tokens=small_talk_tokens,
+        pin_tool=pin_tool,
     )
 
 
@@ -511,6 +521,7 @@ def assemble(
     record_tokens: int | None = None,
     fixed: int | None = None,
     small_talk_tokens: int = 0,
+    pin_tool: str | None = PIN_TOOL,
 ) -> Context:
     """The pipeline behind :func:`build_context`, on a record already checked and split.
 
@@ -527,9 +538,13 @@ def assemble(
     allowance = budget.history_allowance(fixed, pad_tokens)
 
     def compressor(messages: list[Message]) -> list[dict[str, Any]]:
-        return compress_history(messages, step, log=log, count=counter, memo=memo, **compression)
+        # a pin call's results are kept verbatim, as a marked message's are: compress_history
+        # leaves alone the results of a caller marked "pinned", so the pin calls are marked
+        marked = [{**m, "pinned": True} if m.get("pinned") is None and is_pin_call(m, pin_tool) else m
+                  for m in messages]
+        return compress_history(marked, step, log=log, count=counter, memo=memo, **compression)
 
-    middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, pin_user_messages)
+    middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, pin_user_messages, pin_tool)
 
     # -- eviction, in its fixed order (EVICTION_ORDER), stopping as soon as the middle fits -------
     # stage 1, compress, has run above (by age, on every lap, so the prompt stays stable);

@@ -25,8 +25,9 @@ from typing import Any
 
 from .errors import BudgetError, MessageError
 from .messages import MessageChecker
+from .pins import PIN_TOOL
 from .tokens import TokenCounter
-from .trimming import PINNED_ROLES
+from .trimming import pins_itself
 
 __all__ = ["GrowingHistory", "MessageRuns"]
 
@@ -89,7 +90,7 @@ class GrowingHistory(Sequence):
     """An append-only message history that validates, counts and groups each message once.
 
     ``count`` gives the tokens one message adds (default: a :class:`ctxlab.TokenCounter` on
-    ``cl100k_base``). ``append`` and ``extend`` raise :class:`ctxlab.MessageError`, naming the
+    ``cl100k_base``); ``pin_tool`` names the pin tool, as for :func:`ctxlab.fit`. ``append`` and ``extend`` raise :class:`ctxlab.MessageError`, naming the
     index, for a message that would make the history invalid, and then add nothing. A history
     may end with tool calls still waiting for their results (the agent is mid-lap); ``fit``
     refuses until they are answered, as a provider would.
@@ -104,9 +105,11 @@ class GrowingHistory(Sequence):
     """
 
     def __init__(
-        self, messages: Iterable[Message] = (), *, count: Callable[[Message], int] | None = None
+        self, messages: Iterable[Message] = (), *, count: Callable[[Message], int] | None = None,
+        pin_tool: str | None = PIN_TOOL,
     ) -> None:
         self._count = count or TokenCounter().message
+        self._pin_tool = pin_tool
         self._messages: list[Message] = []
         self._checker = MessageChecker()
         self._starts: list[int] = []  # index of the first message of each turn group
@@ -176,7 +179,7 @@ class GrowingHistory(Sequence):
             self._group_tokens.append(0)
             self._collecting = role == "assistant" and bool(message.get("tool_calls"))
         group = len(self._starts) - 1
-        pinned = role in PINNED_ROLES or message.get("pinned") is True
+        pinned = pins_itself(message, self._pin_tool)  # ctxlab.pinned_indices, one message at a time
         if role == "user" and not self._first_user_seen:
             pinned = self._first_user_seen = True
         if pinned and group not in self._pinned_set:

@@ -3,8 +3,8 @@
 :func:`layout_window` applies a memory policy to one prompt and describes the result in two
 ways: the window split into segments (system, tool schemas, scratchpad, summary, kept history,
 free space, reserved output), and one block per message saying what became of it (kept,
-dropped, pinned, summarised, compressed). :class:`WindowReplay` does the same lap after lap for
-a whole transcript and counts every message once, so stepping through a long run stays fast.
+dropped, pinned, summarised, compressed). :class:`TranscriptLayout` does the same lap after lap
+for a whole transcript and counts every message once, so stepping through a long run stays fast.
 Nothing here imports a display library: ``ctxlab.layout_html`` draws a layout as HTML and
 ``ctxlab.widgets`` adds the controls.
 
@@ -21,15 +21,26 @@ A **policy** is any callable ``policy(history, allowance, **options)``:
   ``step`` (the lap's step number), ``prompt`` (the whole prompt, system messages included),
   ``system`` (the leading system messages) and ``scratchpad`` (as given to the layout).
   :func:`assembler` wraps a ``build_context``-style function as such a policy.
+* Or it is one of the policies of :mod:`ctxlab.policies` (``ctxlab.KeepEverything()``,
+  ``ctxlab.TruncateOldest()``, ...), the objects :func:`ctxlab.replay` steps through a run: it
+  is reset and called as ``policy(prompt, lap=step, budget=budget, tools=tools)``, so each lap
+  is assembled afresh. No policy at all (``policy=None``) keeps everything.
+
+Names (one per idea): a *replay* is :func:`ctxlab.replay`, which measures a policy over a run;
+the layouts of a run lap by lap are a :class:`TranscriptLayout` (formerly ``WindowReplay``,
+deprecated); keeping everything is the policy ``ctxlab.KeepEverything()`` (the function
+``keep_everything`` is deprecated).
 
 >>> import ctxlab
->>> replay = WindowReplay(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
+>>> layouts = TranscriptLayout(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
 >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
->>> view = replay.layout(40, budget, policy=ctxlab.fit)
+>>> view = layouts.layout(40, budget, policy=ctxlab.fit)
 >>> [segment.name for segment in view.segments]
 ['system', 'tool schemas', 'scratchpad', 'summary', 'history', 'free', 'reserved output']
->>> view.over_budget, view.kept_messages + view.dropped_messages == len(replay.prompt(40))
+>>> view.over_budget, view.kept_messages + view.dropped_messages == len(layouts.prompt(40))
 (False, True)
+>>> layouts.layout(40, budget, policy=ctxlab.KeepEverything()).over_budget
+True
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from ._retired import retired
 from .budget import ContextBudget, model_calls
 from .errors import CtxlabError
 from .messages import validate_messages
@@ -54,9 +66,8 @@ __all__ = [
     "Segment",
     "Block",
     "WindowLayout",
-    "WindowReplay",
+    "TranscriptLayout",
     "layout_window",
-    "keep_everything",
     "policy_label",
     "assembler",
     "preview",
@@ -249,24 +260,29 @@ class WindowLayout:
         return "\n".join(lines)
 
 
-def keep_everything(history: Sequence[Message], allowance: int) -> tuple[list[Message], list[Message]]:
-    """The policy of doing nothing: keep every message, whatever the allowance.
-
-    >>> keep_everything([{"role": "user", "content": "hi"}], allowance=1)
-    ([{'role': 'user', 'content': 'hi'}], [])
-    """
+def _keep_everything(history: Sequence[Message], allowance: int) -> tuple[list[Message], list[Message]]:
+    """No policy: keep every message, whatever the allowance (``ctxlab.KeepEverything()``)."""
     return list(history), []
+
+
+def _is_policy_object(policy: Any) -> bool:
+    """True for a policy of :mod:`ctxlab.policies` (called as :func:`ctxlab.replay` calls it)."""
+    from .policies import Policy
+
+    return isinstance(policy, Policy)
 
 
 def policy_label(policy: Callable[..., Any] | None) -> str:
     """A short name for a policy: ``ctxlab.fit`` for ctxlab's own, the function name otherwise.
 
     >>> import ctxlab
-    >>> policy_label(ctxlab.fit), policy_label(keep_everything), policy_label(lambda h, a: (h, []))
+    >>> policy_label(ctxlab.fit), policy_label(ctxlab.KeepEverything()), policy_label(lambda h, a: (h, []))
     ('ctxlab.fit', 'keep everything', 'lambda')
     """
-    if policy is None or policy is keep_everything:
+    if policy is None or policy is _keep_everything:
         return "keep everything"
+    if _is_policy_object(policy):
+        return str(policy.name)
     if isinstance(getattr(policy, "ctxlab_label", None), str):
         return policy.ctxlab_label
     import ctxlab
@@ -413,6 +429,19 @@ def _log_line(entry: Any) -> str:
     return str(entry)
 
 
+def _replay_style(policy: Any, offered: Mapping[str, Any]) -> Callable[..., Any]:
+    """A policy of :mod:`ctxlab.policies` as a layout policy: reset, then given the lap's whole
+    prompt as :func:`ctxlab.replay` gives it (the policy works out its own allowance)."""
+
+    def run(history: list[Message], allowance: int) -> Any:
+        policy.reset()
+        step = offered["step"]
+        return policy(offered["prompt"], lap=step if step is not None else 0, budget=offered["budget"],
+                      tools=offered["tools"] or None)
+
+    return run
+
+
 def _run_policy(
     policy: Callable[..., Any] | None,
     label: str,
@@ -423,8 +452,11 @@ def _run_policy(
     notes: list[str],
 ) -> tuple[_Outcome, str]:
     """Call the policy with the options it takes; a policy that raises keeps everything."""
-    run = policy or keep_everything
-    accepted = _accepted(run, POLICY_OPTIONS)
+    if _is_policy_object(policy):
+        run, accepted = _replay_style(policy, offered), frozenset()
+    else:
+        run = policy or _keep_everything
+        accepted = _accepted(run, POLICY_OPTIONS)
     if policy is not None and "keep_recent" not in accepted and offered["keep_recent"] != 1:
         notes.append(f"{label} takes no keep_recent option, so that control has no effect")
     try:
@@ -477,10 +509,10 @@ def assembler(build: Callable[..., Any] | None = None, **options: Any) -> Callab
     is carried over from the lap before).
 
     >>> import ctxlab
-    >>> replay = WindowReplay(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
+    >>> layouts = TranscriptLayout(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
     >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=600)
     >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
-    >>> view = replay.layout(40, budget, policy=assembler(), scratchpad=pad)
+    >>> view = layouts.layout(40, budget, policy=assembler(), scratchpad=pad)
     >>> view.policy, view.tokens("summary") > 0, view.tokens("scratchpad") > 0, view.over_budget
     ('ctxlab.build_context', True, True, False)
     """
@@ -852,7 +884,7 @@ def layout_window(
     )
 
 
-class WindowReplay:
+class TranscriptLayout:
     """A transcript laid out lap by lap: the prompt of each model call under a budget and policy.
 
     Every message is counted once, when the replay is made; each :meth:`layout` after that
@@ -862,11 +894,11 @@ class WindowReplay:
     assistant message.
 
     >>> import ctxlab
-    >>> replay = WindowReplay(ctxlab.load_transcript("refund"), tools=ctxlab.load_tools("refund"))
-    >>> replay.laps, len(replay.prompt(1)), replay.step(3)
+    >>> layouts = TranscriptLayout(ctxlab.load_transcript("refund"), tools=ctxlab.load_tools("refund"))
+    >>> layouts.laps, len(layouts.prompt(1)), layouts.step(3)
     (9, 2, 3)
     >>> budget = ContextBudget(window=3_000, reserve_output=500)
-    >>> replay.layout(9, budget, policy=ctxlab.fit).dropped_messages
+    >>> layouts.layout(9, budget, policy=ctxlab.fit).dropped_messages
     10
     """
 
@@ -949,4 +981,11 @@ class WindowReplay:
 
     def __repr__(self) -> str:
         name = f"{self.title!r}, " if self.title else ""
-        return f"WindowReplay({name}{len(self.messages)} messages, {self.laps} laps, {sum(self.tokens):,} tokens)"
+        return f"TranscriptLayout({name}{len(self.messages)} messages, {self.laps} laps, {sum(self.tokens):,} tokens)"
+
+
+__getattr__ = retired(__name__, {
+    "WindowReplay": ("TranscriptLayout", "use ctxlab.TranscriptLayout (the same class, renamed: ctxlab.replay is the one replay)"),
+    "keep_everything": ("_keep_everything", "use the policy ctxlab.KeepEverything(), which the window layout and "
+                        "ctxlab.replay both take (or policy=None)"),
+}, globals())

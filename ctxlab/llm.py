@@ -11,6 +11,9 @@
 * :class:`ScriptedClient` answers with replies you give it and records every request: the
   fake model for tests.
 
+These are the clients, not ways to summarise: a summary is made by :func:`ctxlab.compact`
+with one of them, and everything that summarises calls it (:mod:`ctxlab.summarising`).
+
 The model is ``CTXLAB_SUMMARY_MODEL`` when set, else :data:`DEFAULT_MODEL`, a cheap one:
 summaries do not need a large model. ``openai`` is imported only when a real client is made.
 

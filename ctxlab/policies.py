@@ -14,6 +14,11 @@ starts it over. :func:`ctxlab.replay` steps a transcript through one.
                           compressed by age, a scratchpad kept by code, high/low-water trims
 ========================  =========================================================================
 
+The same objects are the policies of the window layout (``ctxlab.layout``, the widget): there
+each lap is assembled afresh. One name per idea: keeping everything is :class:`KeepEverything`
+(the layout's function ``keep_everything`` is deprecated); :class:`Summarise` is the strategy
+"summarise", :func:`ctxlab.trim_and_summarise` lap after lap.
+
 >>> import ctxlab
 >>> research = ctxlab.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
@@ -32,6 +37,7 @@ from .assembly import AssemblyState
 from .budget import ContextBudget
 from .events import MemoryLog
 from .messages import strip_course_keys
+from .pins import PIN_TOOL
 from .scratchpad import Scratchpad, update_scratchpad
 from .tokens import REPLY_PRIMING, TokenCounter, count_tools
 from .trimming import PINNED_ROLES, turn_group_spans
@@ -200,12 +206,15 @@ class Assemble(Policy):
     lap). ``name`` labels it in tables and plots. The other options are
     :func:`ctxlab.build_context`'s; as there, the small-talk stage of eviction is off unless
     asked for (``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS``), since a short user
-    instruction may be a constraint.
+    instruction may be a constraint. A call of the pin tool (``pin_tool``, by default
+    :data:`ctxlab.PIN_TOOL`; ``None`` recognises none) is pinned with its results, as there.
 
     >>> Assemble(low_water=1.0).name
     'pins + summary + scratchpad + age compression (trim every lap)'
     >>> Assemble().options["small_talk_tokens"], Assemble(small_talk_tokens=40).options["small_talk_tokens"]
     (0, 40)
+    >>> Assemble().options["pin_tool"], Assemble(pin_tool=None).options["pin_tool"]
+    ('pin', None)
     """
 
     def __init__(
@@ -224,6 +233,7 @@ class Assemble(Policy):
         extract: Callable[[Mapping[str, Any], Any], Mapping[str, str]] | None = None,
         name: str | None = None,
         small_talk_tokens: int = 0,
+        pin_tool: str | None = PIN_TOOL,
     ) -> None:
         from .llm import get_client
 
@@ -231,7 +241,7 @@ class Assemble(Policy):
         self.options = dict(
             low_water=low_water, keep_recent=keep_recent, pin_user_messages=pin_user_messages,
             keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars,
-            store=store, model=model, small_talk_tokens=small_talk_tokens,
+            store=store, model=model, small_talk_tokens=small_talk_tokens, pin_tool=pin_tool,
         )
         self.goal = goal
         self.extract = extract

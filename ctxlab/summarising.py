@@ -16,6 +16,15 @@ A summary message is a user message whose content starts with :data:`SUMMARY_PRE
 (:func:`is_summary` finds it); it is marked ``"pinned": True`` so that a plain
 :func:`ctxlab.fit` never drops it.
 
+One name per idea. :func:`compact` is THE summariser call (steps in, one capped summary out);
+everything that summarises goes through it: :func:`trim_and_summarise` (a history fitted with
+one summary), the policy :class:`ctxlab.Summarise` (that, lap after lap), and
+:func:`ctxlab.build_context` and :class:`ctxlab.HighLowTrimmer` when given a ``client``. The
+client is what writes the text (:func:`ctxlab.get_client`: a real model, or the offline
+:class:`ctxlab.OfflineSummariser`); :func:`ctxlab.complete` is one request with a retry, not a
+way to summarise. The offline rules themselves (``offline_summary``) are internal
+(:mod:`ctxlab.offline`): use the client.
+
 >>> dropped = [
 ...     {"role": "assistant", "content": None, "step": 7, "tool_calls": [{"id": "c7", "type": "function",
 ...      "function": {"name": "fetch_pdf", "arguments": '{"url": "https://a.example/p.pdf"}'}}]},
@@ -39,10 +48,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._retired import retired
 from .errors import BudgetError, SummaryError
 from .events import MemoryLog
 from .llm import complete
-from .offline import offline_summary
+from .offline import offline_summary as _offline_summary  # noqa: F401 - a retired name returns it
 from .summary_format import (
     COMPACTION_INSTRUCTIONS,
     MIN_SUMMARY_TOKENS,
@@ -74,7 +84,6 @@ __all__ = [
     "summary_message",
     "summary_text",
     "trim_and_summarise",
-    "offline_summary",
     "bound_summary",
 ]
 
@@ -448,3 +457,9 @@ def _with_summary(kept: list[Message], message: Message | None, rest: Sequence[M
     return [*kept[:head], message, *kept[head:]]
 
 
+
+
+__getattr__ = retired(__name__, {
+    "offline_summary": ("_offline_summary", "summarise offline with the client ctxlab.OfflineSummariser() "
+                        "(compact(ctxlab.OfflineSummariser(), steps)); its rules are ctxlab.offline"),
+}, globals())

@@ -4,8 +4,8 @@ Three rules make trimming safe:
 
 * **Turn groups.** An assistant message that calls tools and the tool results answering it are
   one unit: keep all of it or none of it, or the provider rejects the request.
-* **Pins.** System messages, the first user message (the task) and any message marked
-  ``"pinned": True`` are never dropped.
+* **Pins.** System messages, the first user message (the task), any message marked
+  ``"pinned": True`` and any call of the pin tool (:mod:`ctxlab.pins`) are never dropped.
 * **Drop from the middle.** Keep the pins and the newest groups; drop whole groups between them.
 
 >>> history = [
@@ -26,30 +26,58 @@ from typing import Any
 
 from .errors import BudgetError
 from .messages import validate_messages
+from .pins import PIN_TOOL, is_pin_call
 from .tokens import TokenCounter
 
-__all__ = ["is_pinned", "pinned_indices", "turn_groups", "turn_group_spans", "pairs_ok", "fit"]
+__all__ = ["is_pinned", "pins_itself", "pinned_indices", "turn_groups", "turn_group_spans", "pairs_ok", "fit"]
 
 Message = Mapping[str, Any]
 
 PINNED_ROLES = ("system", "developer")
 
 
-def pinned_indices(messages: Sequence[Message]) -> set[int]:
-    """Indices of the messages that must never be dropped.
+def pins_itself(message: Message, pin_tool: str | None = PIN_TOOL) -> bool:
+    """True when ``message`` is pinned wherever it stands in the record: a system or developer
+    message, a message marked ``"pinned": True``, or a call of the pin tool ``pin_tool``
+    (:data:`ctxlab.PIN_TOOL`) not marked ``"pinned": False``. The rest of the rule (the first
+    user message) depends on position: :func:`pinned_indices`.
 
-    System (and developer) messages, the first user message, and any message marked
-    ``"pinned": True``.
+    >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": "{}"}}
+    >>> pins_itself({"role": "assistant", "content": None, "tool_calls": [call]})
+    True
+    >>> pins_itself({"role": "assistant", "content": None, "tool_calls": [call], "pinned": False})
+    False
+    """
+    mark = message.get("pinned")
+    if mark is True or message.get("role") in PINNED_ROLES:
+        return True
+    # the pin tool's rule, cheapest test first: fit runs this on every message of the record
+    return mark is None and pin_tool is not None and bool(message.get("tool_calls")) and is_pin_call(message, pin_tool)
+
+
+def pinned_indices(messages: Sequence[Message], *, pin_tool: str | None = PIN_TOOL) -> set[int]:
+    """Indices of the messages that must never be dropped: the one rule of what is pinned.
+
+    System (and developer) messages, the first user message (the task), any message marked
+    ``"pinned": True``, and any assistant message that calls the pin tool ``pin_tool``
+    (:data:`ctxlab.PIN_TOOL`; ``None`` recognises none), unless it is marked ``"pinned": False``
+    (:mod:`ctxlab.pins`). Whoever keeps a pinned message keeps its whole turn group: a pin
+    call's results are kept with it.
 
     >>> sorted(pinned_indices([{"role": "system", "content": "s"}, {"role": "user", "content": "goal"},
     ...     {"role": "user", "content": "later"}, {"role": "user", "content": "rule", "pinned": True}]))
     [0, 1, 3]
+    >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": '{"text": "No refunds."}'}}
+    >>> sorted(pinned_indices([{"role": "user", "content": "goal"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [call]},
+    ...     {"role": "tool", "tool_call_id": "p1", "content": "pinned"}]))
+    [0, 1]
     """
     pins: set[int] = set()
     first_user_seen = False
     for index, message in enumerate(messages):
         role = message.get("role")
-        if role in PINNED_ROLES or message.get("pinned") is True:
+        if pins_itself(message, pin_tool):
             pins.add(index)
         if role == "user" and not first_user_seen:
             pins.add(index)
@@ -57,9 +85,9 @@ def pinned_indices(messages: Sequence[Message]) -> set[int]:
     return pins
 
 
-def is_pinned(messages: Sequence[Message], index: int) -> bool:
+def is_pinned(messages: Sequence[Message], index: int, *, pin_tool: str | None = PIN_TOOL) -> bool:
     """True when ``messages[index]`` must never be dropped (see :func:`pinned_indices`)."""
-    return index in pinned_indices(messages)
+    return index in pinned_indices(messages, pin_tool=pin_tool)
 
 
 def turn_group_spans(messages: Sequence[Message]) -> list[tuple[int, int]]:
@@ -131,7 +159,9 @@ def pairs_ok(messages: Sequence[Message]) -> bool:
     return answered == open_ids
 
 
-def _spans_and_pinned_groups(messages: Sequence[Message]) -> tuple[list[tuple[int, int]], set[int]]:
+def _spans_and_pinned_groups(
+    messages: Sequence[Message], pin_tool: str | None = PIN_TOOL,
+) -> tuple[list[tuple[int, int]], set[int]]:
     """:func:`turn_group_spans` and the numbers of the groups holding a pinned message
     (:func:`pinned_indices`), in one pass over ``messages``."""
     spans: list[tuple[int, int]] = []
@@ -141,12 +171,16 @@ def _spans_and_pinned_groups(messages: Sequence[Message]) -> tuple[list[tuple[in
     first_user_seen = False
     for index, message in enumerate(messages):
         role = message.get("role")
+        calls = False  # an assistant message with tool calls: it may call the pin tool
         if not (role == "tool" and collecting):  # this message starts a new group
             if index > start:
                 spans.append((start, index))
             start = index
-            collecting = role == "assistant" and bool(message.get("tool_calls"))
-        if role in PINNED_ROLES or message.get("pinned") is True or (role == "user" and not first_user_seen):
+            calls = collecting = role == "assistant" and bool(message.get("tool_calls"))
+        mark = message.get("pinned")
+        # pins_itself, inlined (fit runs this on every message of the record)
+        if (mark is True or role in PINNED_ROLES or (role == "user" and not first_user_seen)
+                or (calls and mark is None and is_pin_call(message, pin_tool))):
             pinned_groups.add(len(spans))  # the group that starts at ``start``
         if role == "user":
             first_user_seen = True
@@ -161,10 +195,12 @@ def fit(
     *,
     keep_recent: int = 1,
     count: Callable[[Message], int] | None = None,
+    pin_tool: str | None = PIN_TOOL,
 ) -> tuple[list[Message], list[Message]]:
     """Keep what fits in ``allowance`` tokens; return ``(kept, dropped)``.
 
-    * every pinned message is kept (:func:`pinned_indices`), with its whole turn group;
+    * every pinned message is kept (:func:`pinned_indices`, with ``pin_tool``), with its whole
+      turn group: a call of the pin tool is kept with its results;
     * the newest ``keep_recent`` turn groups are kept;
     * then older groups are added newest first while they fit; the first that does not fit
       and everything older than it (apart from pins) are dropped: the cut is in the middle;
@@ -199,7 +235,7 @@ def fit(
         def count_all(group: Sequence[Message]) -> list[int]:
             return [count(message) for message in group]
 
-    spans, pinned_groups = _spans_and_pinned_groups(messages)
+    spans, pinned_groups = _spans_and_pinned_groups(messages, pin_tool)
     known: dict[int, int] = {}
 
     def cost(g: int) -> int:  # each group is counted when first needed, once

@@ -7,6 +7,10 @@ it (with :func:`ctxlab.fit`, or with :func:`ctxlab.trim_and_summarise` when give
 down to the **low** mark in one go. Between trims each prompt extends the previous one, so
 the prefix is the same for many laps, and the number of trims over a run stays small.
 
+To see the prompt every model call of a recorded run would get, call the trimmer before each
+one: ``[trimmer(run[:i]) for i in ctxlab.model_calls(run)]`` (``replay_prompts``, which did
+that, is deprecated: ``ctxlab.replay`` is the one replay, and it measures a policy's prompts).
+
 >>> import ctxlab
 >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
 >>> trimmer = HighLowTrimmer(high=120, low=60)
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._retired import retired
 from .budget import model_calls
 from .errors import MessageError
 from .events import MemoryLog
@@ -29,7 +34,7 @@ from .messages import MessageChecker
 from .tokens import TokenCounter
 from .trimming import fit
 
-__all__ = ["HighLowTrimmer", "replay_prompts", "count_trims"]
+__all__ = ["HighLowTrimmer", "count_trims"]
 
 Message = Mapping[str, Any]
 
@@ -166,16 +171,13 @@ class HighLowTrimmer:
         return list(self._view)
 
 
-def replay_prompts(history: Sequence[Message], trim: Callable[[list[Message]], Sequence[Message]]) -> list[list[Message]]:
-    """The history each model call would see if ``trim`` ran before it.
-
-    Model call k (the k-th assistant message, at index i) sees ``trim(history[:i])``. ``trim``
-    may be a :class:`HighLowTrimmer` (it remembers what it dropped) or any function of a
-    message list, e.g. ``lambda h: ctxlab.fit(h, 5_000)[0]``.
+def _prompts_per_call(history: Sequence[Message], trim: Callable[[list[Message]], Sequence[Message]]) -> list[list[Message]]:
+    """The history each model call would see if ``trim`` ran before it: model call k (the k-th
+    assistant message, at index i) sees ``trim(history[:i])``.
 
     >>> run = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "a"},
     ...        {"role": "user", "content": "more"}, {"role": "assistant", "content": "b"}]
-    >>> [len(prompt) for prompt in replay_prompts(run, lambda h: h)]
+    >>> [len(prompt) for prompt in _prompts_per_call(run, lambda h: h)]
     [1, 3]
     """
     return [list(trim(list(history[:i]))) for i in model_calls(history)]
@@ -197,5 +199,12 @@ def count_trims(
     (5, 16)
     """
     trimmer = HighLowTrimmer(high, low, keep_recent=keep_recent, count=count)
-    replay_prompts(history, trimmer)
+    _prompts_per_call(history, trimmer)
     return trimmer.trims
+
+
+__getattr__ = retired(__name__, {
+    "replay_prompts": ("_prompts_per_call", "call the trimmer before each model call, "
+                       "[trim(history[:i]) for i in ctxlab.model_calls(history)]; to measure a policy "
+                       "lap by lap, use ctxlab.replay"),
+}, globals())

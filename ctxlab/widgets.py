@@ -29,6 +29,7 @@ import html
 import math
 import threading
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,10 +44,9 @@ from .budget import ContextBudget
 from .errors import BudgetError
 from .layout import (
     POLICY_OPTIONS,
+    TranscriptLayout,
     WindowLayout,
-    WindowReplay,
     _accepted,
-    keep_everything,
     policy_label,
     preview,
 )
@@ -114,7 +114,7 @@ class WindowWidget(ipw.VBox):
     ``reserve_output``, ``scratchpad_max``, ``keep_recent``, ``lap`` (with ``play``),
     ``policy`` and ``reader`` (the message shown in full). ``current_layout`` is the
     :class:`ctxlab.WindowLayout` on show, ``picture`` the HTML widget that draws it,
-    ``replay`` the :class:`ctxlab.WindowReplay` behind it, ``policies`` the policies by label.
+    ``layouts`` the :class:`ctxlab.TranscriptLayout` behind it, ``policies`` the policies by label.
 
     >>> w = WindowWidget("refund", window=4_000, reserve_output=500)
     >>> w.policy.options
@@ -147,7 +147,7 @@ class WindowWidget(ipw.VBox):
             title = title or transcript
         else:
             messages = list(transcript)
-        self.replay = WindowReplay(messages, tools, counter=counter, title=title)
+        self.layouts = TranscriptLayout(messages, tools, counter=counter, title=title)
         self.scratchpad = scratchpad
         self._budget_type, start = self._budget_parts(budget)
         window = window if window is not None else start.get("window", 16_000)
@@ -155,7 +155,7 @@ class WindowWidget(ipw.VBox):
         scratchpad_max = scratchpad_max if scratchpad_max is not None else start.get("scratchpad_max", 1_000)
         self.policies = self._policy_table(policy, reference)
 
-        total = sum(self.replay.tokens) + self.replay.tools_tokens + reserve_output
+        total = sum(self.layouts.tokens) + self.layouts.tools_tokens + reserve_output
         largest = max(2 * window, _round_up(total, 1_000))
         step = _nice_step(largest)
         largest = _round_up(largest, step)
@@ -169,9 +169,9 @@ class WindowWidget(ipw.VBox):
             self.scratchpad_max.disabled = True
             self.scratchpad_max.tooltip = "this replay has no scratchpad (pass scratchpad=... to add one)"
         self.keep_recent = self._slider("keep recent", keep_recent, 1, max(10, keep_recent), 1)
-        laps = self.replay.laps
+        laps = self.layouts.laps
         if lap is not None:
-            self.replay.prompt(lap)  # a clear error for a lap the run does not have
+            self.layouts.prompt(lap)  # a clear error for a lap the run does not have
         self.lap = ipw.IntSlider(
             value=laps if lap is None else lap, min=1, max=laps, description="lap",
             style={"description_width": "30px"}, layout=ipw.Layout(width="auto", flex="1 1 auto"),
@@ -250,14 +250,14 @@ class WindowWidget(ipw.VBox):
         table = self._labels(policy, mine=True)
         for label, function in self._labels(reference, mine=False).items():
             table.setdefault(label, function)
-        if keep_everything not in table.values():
-            table["keep everything"] = keep_everything
+        if "keep everything" not in table:  # the baseline: the layout with no policy
+            table["keep everything"] = None
         return table
 
     def _first_working(self, labels: list[str]) -> str:
         budget = self._budget()
         for label in labels:
-            view = self.replay.layout(
+            view = self.layouts.layout(
                 self.lap.value, budget, policy=self.policies[label], keep_recent=self.keep_recent.value,
                 scratchpad=self.scratchpad, policy_name=label,
             )
@@ -300,7 +300,7 @@ class WindowWidget(ipw.VBox):
     def _refresh(self) -> WindowLayout:
         label = self.policy.value
         chosen = self.policies[label]
-        self.current_layout = self.replay.layout(
+        self.current_layout = self.layouts.layout(
             self.lap.value, self._budget(), policy=chosen, keep_recent=self.keep_recent.value,
             scratchpad=self.scratchpad, policy_name=label,
         )
@@ -316,9 +316,9 @@ class WindowWidget(ipw.VBox):
     def _show_message(self) -> None:
         layout = self.current_layout
         index = self.reader.value
-        message = self.replay.messages[index]
+        message = self.layouts.messages[index]
         block = next((b for b in layout.blocks if b.index == index), None) if layout else None
-        tokens = self.replay.tokens[index]
+        tokens = self.layouts.tokens[index]
         where = f"lap {message.get('step')}" if message.get("step") is not None else ""
         if block is None:
             state = f"not in the prompt yet at lap {self.lap.value}"
@@ -361,10 +361,17 @@ class WindowWidget(ipw.VBox):
         self._static_id = self._static_id or uuid.uuid4().hex
         display(self._static_bundle(), raw=True, display_id=self._static_id)
 
+    @property
+    def replay(self) -> TranscriptLayout:
+        """Deprecated name of :attr:`layouts` (``ctxlab.replay`` is the one replay)."""
+        warnings.warn("WindowWidget.replay is deprecated and will be removed in the next release: use "
+                      "WindowWidget.layouts", DeprecationWarning, stacklevel=2)
+        return self.layouts
+
     def __repr__(self) -> str:
         view = self.current_layout
         where = f"lap {view.lap} of {view.laps}, " if view is not None else ""
-        name = f"{self.replay.title}, " if self.replay.title else ""
+        name = f"{self.layouts.title}, " if self.layouts.title else ""
         return f"<WindowWidget: {name}{where}policy {self.policy.value}>"
 
 

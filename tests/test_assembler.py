@@ -3,7 +3,9 @@ bounded summary, the pinned list verbatim, and the compaction trap it defends ag
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -89,11 +91,12 @@ def test_the_assembler_gives_what_build_context_gives():
 
 def _same_laps(run, budget, *, laps, steps=None, **options):
     """Assembler and build_context with the state carried, lap after lap: the same prompts,
-    tokens, state, allocation, dropped messages and log events on every lap."""
+    tokens, state, allocation, dropped messages and log events on every lap. Returns the last
+    lap's prompt (``None`` when a lap cannot fit)."""
     tools = ctxlab.load_tools("research")
     client = options.pop("client", None)
     assembler = ctxlab.Assembler(budget, tools=tools, client=client, **options)
-    state, counter, seen = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0
+    state, counter, seen, last = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0, None
     for lap, index in enumerate(ctxlab.model_calls(run)[:laps]):
         step = None if steps is None else steps[lap % len(steps)]
         try:
@@ -102,8 +105,9 @@ def _same_laps(run, budget, *, laps, steps=None, **options):
         except ctxlab.BudgetError:
             with pytest.raises(ctxlab.BudgetError):
                 assembler.context(run[:index], scratchpad=pad(), step=step)
-            return
+            return None
         ours = assembler.context(run[:index], scratchpad=pad(), step=step)
+        last = copy.deepcopy(ours.messages)  # the prompt before the caller changes it below
         state = want.state
         assert (ours.messages, ours.tokens, ours.state, ours.allocation, ours.dropped) == (
             want.messages, want.tokens, want.state, want.allocation, want.dropped), f"lap {lap}"
@@ -115,6 +119,7 @@ def _same_laps(run, budget, *, laps, steps=None, **options):
                 call["function"]["name"] = "changed"
             if message.get("tool_calls"):
                 message["tool_calls"].append({"id": "x"})
+    return last
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,6 +151,104 @@ def test_the_assembler_gives_what_build_context_gives_with_references(tmp_path):
     budget = ctxlab.ContextBudget(window=14_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
     _same_laps(list(long_run(40)), budget, laps=80, keep_full_for=1, compress_after=3, store=store,
                client=ctxlab.OfflineSummariser())
+
+
+# --- pins recorded by a call ---------------------------------------------------------------------
+
+
+PIN_VARIANTS = {  # how each pin-call group is made: pin_call_group's options
+    "alone": {},
+    "parallel": {"siblings": 2},
+    "unpinned": {"pinned": False},
+    "unpinned parallel": {"siblings": 1, "pinned": False},
+    "custom": {"name": "remember"},
+}
+
+
+def pin_call_group(text, *, call_id, step, name=ctxlab.PIN_TOOL, siblings=0, pinned=None):
+    """An assistant message calling the pin tool ``name`` (among ``siblings`` other calls) and
+    its results, each long enough to be compressed by age unless the group is pinned."""
+    arguments = json.dumps({"text": text, "kind": "constraint"})
+    calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]
+    calls += [{"id": f"{call_id}_s{k}", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+              for k in range(siblings)]
+    calls.insert(siblings // 2, calls.pop(0))  # the pin call among its siblings
+    caller = {"role": "assistant", "content": None, "tool_calls": calls, "step": step}
+    if pinned is not None:
+        caller["pinned"] = pinned
+    results = [{"role": "tool", "tool_call_id": c["id"], "step": step,
+                "content": f"Pinned: {text} " + "(kept word for word) " * 80 if c["id"] == call_id else "result " * 300}
+               for c in calls]
+    return [caller, *results]
+
+
+def with_pin_calls(run, variants):
+    """``run`` with a pin-call group before each model call named in ``variants`` (model-call
+    number -> a key of PIN_VARIANTS), at that call's lap; returns the run and the groups."""
+    run = [dict(m) for m in run]
+    calls = ctxlab.model_calls(run)
+    groups = {}
+    for number in sorted(variants, reverse=True):
+        at = calls[number]
+        group = pin_call_group(f"Constraint {number}: cite nothing before 2015.", call_id=f"pin_{number}",
+                               step=run[at]["step"], **PIN_VARIANTS[variants[number]])
+        run[at:at] = group
+        groups[number] = group
+    return run, groups
+
+
+def _pinned_by(group, pin_tool):
+    caller = group[0]
+    return caller.get("pinned") is not False and any(c["function"]["name"] == pin_tool for c in caller["tool_calls"])
+
+
+def _verbatim(group, prompt):
+    needle = ctxlab.strip_course_keys(group)
+    return any(prompt[i:i + len(needle)] == needle for i in range(len(prompt) - len(needle) + 1))
+
+
+@pytest.mark.parametrize("pin_tool", [ctxlab.PIN_TOOL, "remember", None])
+def test_the_assembler_keeps_pin_calls_like_build_context(pin_tool):
+    """Pin calls alone, among parallel calls, marked "pinned": False, and of another tool's
+    name: the same prompts, state and events as build_context on every lap of a long run, and
+    the groups pin_tool pins are in the last prompt word for word, their results uncompressed."""
+    variants = {2: "alone", 6: "parallel", 10: "unpinned", 14: "unpinned parallel", 18: "custom"}
+    run, groups = with_pin_calls(long_run(60), variants)
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
+    last = _same_laps(run, budget, laps=200, keep_full_for=1, client=ctxlab.OfflineSummariser(), pin_tool=pin_tool)
+    assert last is not None
+    kept = {number: _verbatim(group, last) for number, group in groups.items()}
+    assert kept == {number: _pinned_by(group, pin_tool) for number, group in groups.items()}
+
+
+def test_the_assemble_policy_passes_its_pin_tool_on():
+    run, groups = with_pin_calls(long_run(40), {3: "alone", 8: "custom"})
+    budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
+    for pin_tool in (ctxlab.PIN_TOOL, "remember", None):
+        policy = ctxlab.Assemble(ctxlab.OfflineSummariser(), pin_tool=pin_tool, keep_full_for=1)
+        for index in ctxlab.model_calls(run):
+            prompt = policy(run[:index], lap=run[index]["step"], budget=budget)
+        assert policy.log.count("summarise") >= 1
+        assert {n: _verbatim(g, prompt) for n, g in groups.items()} == {n: _pinned_by(g, pin_tool) for n, g in groups.items()}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    variants=st.dictionaries(st.integers(0, 39), st.sampled_from(sorted(PIN_VARIANTS)), max_size=5),
+    pin_tool=st.sampled_from([ctxlab.PIN_TOOL, "remember", None]),
+    window=st.integers(6_000, 16_000),
+    keep_full_for=st.integers(0, 3),
+    keep_recent=st.integers(1, 3),
+    low_water=st.sampled_from([0.5, 0.6, 1.0]),
+    summarise=st.booleans(),
+    steps=st.one_of(st.none(), st.lists(st.integers(0, 40), min_size=1, max_size=4)),
+)
+def test_the_assembler_keeps_pin_calls_like_build_context_on_random_runs(
+        variants, pin_tool, window, keep_full_for, keep_recent, low_water, summarise, steps):
+    run, _groups = with_pin_calls(long_run(40), variants)
+    budget = ctxlab.ContextBudget(window=window, reserve_output=1_500, scratchpad_max=400, summary_max=400)
+    _same_laps(run, budget, laps=60, steps=steps, keep_full_for=keep_full_for, keep_recent=keep_recent,
+               low_water=low_water, pin_tool=pin_tool, client=ctxlab.OfflineSummariser() if summarise else None)
 
 
 def test_without_room_for_a_summary_it_trims_and_says_so():
@@ -203,3 +306,102 @@ def test_a_record_that_does_not_continue_is_refused():
     if run[end].get("tool_calls"):
         with pytest.raises(ctxlab.MessageError, match="never answered"):
             assembler.build()
+
+
+def test_a_scratchpad_changed_between_laps_is_rendered_again():
+    """The scratchpad's message is reused while its fields stay the same: edits in place
+    (a new fact, a done step, a failure), a field replaced, and a pad that sheds lines all give
+    build_context's prompt and its scratchpad event."""
+    run = list(long_run(30))
+    tools = ctxlab.load_tools("research")
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=120, summary_max=600)
+    assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
+    state, counter, seen = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0
+    scratchpad = pad()
+    for lap, index in enumerate(ctxlab.model_calls(run)[:40]):
+        if lap % 3 == 1:
+            scratchpad.done.append(f"read source {lap}")
+        if lap % 5 == 2:
+            scratchpad.facts[f"fact {lap}"] = "COP 2.1 at -15 C"
+        if lap == 20:
+            scratchpad.remaining = ["write the brief"]
+        if lap == 25:
+            scratchpad.failed["fetch_pdf {}"] = "http_403"
+        want = ctxlab.build_context(run[:index], budget, tools=tools, scratchpad=scratchpad, state=state,
+                                    client=ctxlab.OfflineSummariser(), count=counter.message)
+        ours = assembler.context(run[:index], scratchpad=scratchpad)
+        state = want.state
+        assert ours.messages == want.messages and ours.tokens == want.tokens, f"lap {lap}"
+        assert list(assembler.log)[seen:] == list(want.log), f"lap {lap}: the log differs"
+        seen = len(assembler.log)
+        ours.messages[-1]["content"] = "changed by the caller"  # the next lap must not see it
+    assert assembler.log.count("scratchpad") > 10  # it shed lines, lap after lap
+
+
+def test_pad_keys_tell_apart_what_renders_differently():
+    from ctxlab.assembler import _pad_key
+
+    base = ctxlab.Scratchpad(goal="g", facts={"a": "b"}, done=["x"])
+    assert _pad_key(base) == _pad_key(ctxlab.Scratchpad(goal="g", facts={"a": "b"}, done=["x"]))
+    others = [
+        ctxlab.Scratchpad(goal="g", facts={"a": "b"}, remaining=["x"]),
+        ctxlab.Scratchpad(goal="g", failed={"a": "b"}, done=["x"]),
+        ctxlab.Scratchpad(goal="g", facts={"a": "b", "x": ""}),
+        ctxlab.Scratchpad(goal="g ", facts={"a": "b"}, done=["x"]),
+    ]
+    assert all(_pad_key(other) != _pad_key(base) for other in others)
+    assert _pad_key(ctxlab.Scratchpad(goal="g", done=[["a list"]])) is None  # may change in place: no reuse
+
+    class Loud(ctxlab.Scratchpad):
+        pass
+
+    assert _pad_key(Loud(goal="g")) is None
+
+
+_parts = st.one_of(st.text(max_size=5), st.integers(), st.none())
+_calls = st.lists(st.one_of(
+    st.fixed_dictionaries({"id": st.text(max_size=4), "type": st.just("function"),
+                           "function": st.fixed_dictionaries({"name": st.text(max_size=4), "arguments": st.text(max_size=6)})}),
+    st.dictionaries(st.sampled_from(["id", "function"]), _parts, max_size=2),
+    _parts,
+), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls=st.one_of(st.none(), _calls),
+       content=st.one_of(st.text(max_size=5), st.none(),
+                         st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=5)}),
+                                            _parts), max_size=3)))
+def test_a_copy_shares_nothing_the_caller_can_change(calls, content):
+    from ctxlab.assembler import _copy
+
+    message = {"role": "assistant", "content": content}
+    if calls is not None:
+        message["tool_calls"] = calls
+    copy = _copy(message)
+    assert copy == message and copy is not message
+
+    def containers(value, path=()):
+        if isinstance(value, (dict, list)):
+            yield path, value
+            for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+                yield from containers(item, (*path, key))
+
+    mine = dict(containers(copy))
+    for path, original in containers(message):
+        assert mine[path] is not original, f"{path} is shared with the cache"
+
+
+def test_compress_events_of_two_laps_share_no_entries():
+    """The compress event's entries are made once per change and copied each lap: an entry
+    changed by a reader of one lap's event is not the next lap's."""
+    run = long_run(40)
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    calls = ctxlab.model_calls(run)
+    assembler.context(run[:calls[30]], scratchpad=pad())
+    (first,) = [e for e in assembler.log if e.kind == "compress"][-1:]
+    first.data["changes"][0]["age"] = -1
+    first.data["changes"].clear()
+    assembler.context(run[:calls[31]], scratchpad=pad())
+    second = [e for e in assembler.log if e.kind == "compress"][-1]
+    assert second is not first and second.data["changes"] and all(c["age"] >= 0 for c in second.data["changes"])

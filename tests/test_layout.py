@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
-from ctxlab.layout import SEGMENT_NAMES, WindowReplay, assembler, layout_window
+from ctxlab.layout import SEGMENT_NAMES, TranscriptLayout, assembler, layout_window
 from ctxlab.layout_html import render_layout_html
 
 RESEARCH = ctxlab.load_transcript("research")
 RESEARCH_TOOLS = ctxlab.load_tools("research")
-REPLAY = WindowReplay(RESEARCH, RESEARCH_TOOLS, title="research")
+REPLAY = TranscriptLayout(RESEARCH, RESEARCH_TOOLS, title="research")
 
 
 def budget(window=16_000, reserve_output=2_000, scratchpad_max=1_000):
@@ -86,7 +86,7 @@ def test_turn_groups_and_pins_come_from_ctxlab():
 
 
 def test_the_replay_counts_each_message_once():
-    replay = WindowReplay(RESEARCH, RESEARCH_TOOLS)
+    replay = TranscriptLayout(RESEARCH, RESEARCH_TOOLS)
     calls = replay.counter.encoder_calls
     for lap in range(1, replay.laps + 1):
         replay.layout(lap, budget(10_000), policy=ctxlab.fit, keep_recent=2)

@@ -13,6 +13,11 @@ import ctxlab
 RESEARCH = ctxlab.load_transcript("research")
 
 
+def prompts_per_call(history, trim):
+    """The prompt each model call of ``history`` gets when ``trim`` runs before it."""
+    return [list(trim(list(history[:i]))) for i in ctxlab.model_calls(history)]
+
+
 def tokens(messages):
     return sum(ctxlab.count_message(m) for m in messages)
 
@@ -48,7 +53,7 @@ def test_nothing_is_trimmed_until_the_high_mark():
 
 
 def test_a_trim_goes_down_to_the_low_mark_and_keeps_pins_and_pairs():
-    prompts = ctxlab.replay_prompts(RESEARCH, ctxlab.HighLowTrimmer(high=10_000, low=5_000))
+    prompts = prompts_per_call(RESEARCH, ctxlab.HighLowTrimmer(high=10_000, low=5_000))
     for prompt in prompts:
         assert tokens(prompt) <= 10_000
         assert prompt[:2] == RESEARCH[:2]
@@ -62,16 +67,16 @@ def test_count_trims_matches_an_independent_replay():
 
 def test_the_prefix_is_stable_between_trims():
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=6_000)
-    prompts = ctxlab.replay_prompts(RESEARCH, trimmer)
+    prompts = prompts_per_call(RESEARCH, trimmer)
     breaks = prefix_breaks(prompts)
     assert len(breaks) == trimmer.trims == len(trimmer.log)
     assert [e.lap for e in trimmer.log] == [prompts[k][-1]["step"] for k in breaks]
 
 
 def test_high_low_trims_far_less_often_than_trimming_to_a_limit_every_lap():
-    every_lap = ctxlab.replay_prompts(RESEARCH, lambda history: ctxlab.fit(history, 12_000)[0])
+    every_lap = prompts_per_call(RESEARCH, lambda history: ctxlab.fit(history, 12_000)[0])
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=6_000)
-    high_low = ctxlab.replay_prompts(RESEARCH, trimmer)
+    high_low = prompts_per_call(RESEARCH, trimmer)
     assert len(prefix_breaks(every_lap)) > 3 * len(prefix_breaks(high_low))
     assert ctxlab.count_trims(RESEARCH, high=12_000, low=11_000) > ctxlab.count_trims(RESEARCH, high=12_000, low=6_000)
 
@@ -97,7 +102,7 @@ def test_each_message_is_counted_once_over_the_whole_run():
     ctxlab.validate_messages(long_run)
     assert len(long_run) > 900
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=6_000, count=spy)
-    ctxlab.replay_prompts(long_run, trimmer)
+    prompts_per_call(long_run, trimmer)
     assert trimmer.trims > 20
     assert max(seen.values()) == 1
     assert len(seen) == len(long_run) - 1  # every message but the final answer was sent
@@ -105,7 +110,7 @@ def test_each_message_is_counted_once_over_the_whole_run():
 
 def test_the_log_keeps_every_dropped_message():
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=6_000)
-    prompts = ctxlab.replay_prompts(RESEARCH, trimmer)
+    prompts = prompts_per_call(RESEARCH, trimmer)
     dropped = trimmer.log.messages("trim")
     sent = RESEARCH[: ctxlab.model_calls(RESEARCH)[-1]]
     assert sorted(map(id, dropped + prompts[-1])) == sorted(map(id, sent))
@@ -116,7 +121,7 @@ def test_the_log_keeps_every_dropped_message():
 def test_with_a_client_dropped_laps_are_rolled_into_one_summary():
     log = ctxlab.MemoryLog()
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=7_000, client=ctxlab.OfflineSummariser(), log=log)
-    prompts = ctxlab.replay_prompts(RESEARCH, trimmer)
+    prompts = prompts_per_call(RESEARCH, trimmer)
     assert trimmer.trims == log.count("summarise") > 1
     for prompt in prompts:
         assert sum(map(ctxlab.is_summary, prompt)) <= 1 and tokens(prompt) <= 12_000
@@ -151,7 +156,7 @@ def test_high_low_properties(sizes, high, gap):
         history.append({"role": "assistant", "content": "x " * size, "step": lap})
     trimmer = ctxlab.HighLowTrimmer(high=high, low=low)
     try:
-        prompts = ctxlab.replay_prompts(history, trimmer)
+        prompts = prompts_per_call(history, trimmer)
     except ctxlab.BudgetError:
         return
     for before, prompt in zip([[], *prompts[:-1]], prompts, strict=True):

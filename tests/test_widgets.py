@@ -36,7 +36,7 @@ def reference(widget):
         scratchpad_max=widget.scratchpad_max.value,
     )
     label = widget.policy.value
-    return widget.replay.layout(
+    return widget.layouts.layout(
         widget.lap.value, budget, policy=widget.policies[label], keep_recent=widget.keep_recent.value,
         scratchpad=widget.scratchpad, policy_name=label,
     )
@@ -160,7 +160,7 @@ def test_the_reader_shows_a_message_and_what_became_of_it():
     dropped = next(b.index for b in w.current_layout.blocks if b.dropped)
     w.reader.value = dropped
     assert "<b>dropped</b>" in w.message_view.value
-    w.reader.value = len(w.replay.messages) - 1
+    w.reader.value = len(w.layouts.messages) - 1
     assert "not in the prompt yet at lap 30" in w.message_view.value
 
 
@@ -273,7 +273,7 @@ def test_controls_moved_from_another_thread_use_state_made_on_this_one():
     seen = []
 
     def move():
-        for lap in (3, w.replay.laps, 8):
+        for lap in (3, w.layouts.laps, 8):
             w.lap.value = lap
             seen.append((w.current_layout.lap, w.current_layout.policy_status, w.current_layout.problems))
         w.policy.value = "ctxlab.fit"
@@ -281,7 +281,7 @@ def test_controls_moved_from_another_thread_use_state_made_on_this_one():
         seen.append((w.current_layout.lap, w.current_layout.policy_status, w.current_layout.problems))
 
     _on_another_thread(move)
-    assert seen == [(3, "ok", ()), (w.replay.laps, "ok", ()), (8, "ok", ()), (8, "ok", ())]
+    assert seen == [(3, "ok", ()), (w.layouts.laps, "ok", ()), (8, "ok", ()), (8, "ok", ())]
     assert any(b.compressed for b in w.current_layout.blocks) and len(store) > 0
     assert w.picture.value == render_layout_html(reference(w))
     store.close()
