@@ -7,9 +7,10 @@
 * the **learner's kernel** runs every cell that is not a test: the learner's answers, the
   demonstrations, the lesson's locked setup cells. It never sees a test cell;
 * the **judge's kernel** runs the locked setup cells (the locked cells before the first answer
-  cell, quietly) and every test cell, and nothing the learner wrote. Before each test cell the judge connects to the learner's kernel (the
-  agent, :mod:`autograder.judging.agent`) and binds the learner's answer names to what they
-  are there: plain data as it is, functions, classes and objects as proxies whose calls carry
+  cell, quietly) and every test cell, and nothing the learner wrote. For each run of
+  consecutive test cells the judge connects to the learner's kernel (the agent,
+  :mod:`autograder.judging.agent`), and before each of them binds the learner's answer names
+  to what they are there at that moment: plain data as it is, functions, classes and objects as proxies whose calls carry
   JSON both ways (:mod:`autograder.judging`). Comparisons happen in the judge, on plain data.
   Expression results are never displayed there and any ``execute_result`` is removed from a test
   cell, so a test cell scores its points exactly when it raised nothing.
@@ -267,6 +268,7 @@ class GuardedExecute(Execute):
         self._judge_tests: list[int] = []  # test cells may define helpers that later tests use
         self._answers_seen = False  # the judge runs the locked cells before the first answer: the setup
         self._restarts = 0
+        self._session: str | None = None  # the learner kernel's serve request, while a session is open
         self._asked_exit = self._interrupted = False
         self._out_of_time = False
         self.km = self.kc = None
@@ -287,6 +289,7 @@ class GuardedExecute(Execute):
             await asyncio.gather(self._reset_judge() if kept is not None else self._start_judge(),
                                  self._start_kernel())
             skipped = self._cells_to_skip()
+            last_test = -1
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code" or not cell.source.strip():
                     continue
@@ -303,8 +306,12 @@ class GuardedExecute(Execute):
                 if _is_test(cell):
                     await self._run_test(index, cell)
                 else:
+                    await self._end_session(last_test)
                     await self._run_cell(index, cell)
                     self._answers_seen = self._answers_seen or utils.is_solution(cell)
+                    continue
+                last_test = index
+            await self._end_session(last_test)
             self.set_widgets_metadata()
         finally:
             await self._stop_kernel()
@@ -422,19 +429,20 @@ class GuardedExecute(Execute):
     # ------------------------------------------------------------------ tests, in the judge
 
     async def _run_test(self, index: int, cell) -> None:
-        spec = self.context.judge
-        forbid = {name: spec.forbid[name] for name in spec.answer_names if spec.forbid.get(name)}
-        for attempt in range(2):
-            token = secrets.token_hex(16)
-            serving = self._serve(token)
-            report = await self._judge_call(
-                f"__ctxlab_judge__.begin({{nonce}}, {token!r}, {spec.answer_names!r}, {forbid!r})")
+        attempt = 0
+        while True:
+            rebinding = self._session is not None
+            report = await self._bind_for_test()
             if report is not None and report.get("ok"):
                 break
-            await self._judge_call("__ctxlab_judge__.end({nonce})")
-            await self._finish_serving(serving, index, broken="not connected")
+            await self._end_session(index, broken="not connected")
+            if rebinding:
+                # The connection the earlier tests used is gone (their code may have ended it):
+                # begin a new one, as a test that starts a run does.
+                continue
             why = (report or {}).get("error") or "the judge's kernel did not answer"
             if attempt == 0:
+                attempt = 1
                 self._event(index, "judge_unreachable", f"{why}; the learner's kernel was restarted")
                 await self._recover(-1)
                 continue
@@ -444,7 +452,6 @@ class GuardedExecute(Execute):
         outcome = await self._in_judge(self._execute(index, cell))
         self._judge_tests.append(index)
         self._report_output(index)
-        ended = await self._judge_call("__ctxlab_judge__.end({nonce})")
         # Only the judge's own outputs count, and only its errors: no result sets a score.
         cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
         for output in cell.outputs:
@@ -455,9 +462,34 @@ class GuardedExecute(Execute):
         if outcome in FATAL or outcome == "timeout":
             self._event(index, "timeout" if outcome == "timeout" else outcome,
                         f"this test ran for more than {self.timeout} s")
+            serving, self._session = self._session, None
+            ended = await self._judge_call("__ctxlab_judge__.end({nonce})")
             if outcome in FATAL:
                 await self._restart_judge()
-        await self._finish_serving(serving, index, broken=(ended or {}).get("broken"))
+            await self._finish_serving(serving, index, broken=(ended or {}).get("broken"))
+
+    # A run of consecutive test cells shares one connection to the learner's kernel (a
+    # session): the names are bound again before each test, and the connection ends before any
+    # other cell runs, after a test that timed out, and at the end of the notebook.
+
+    async def _bind_for_test(self) -> dict | None:
+        """Bind the learner's names in the judge for the next test: a new session, or the open one."""
+        spec = self.context.judge
+        if self._session is not None:
+            return await self._judge_call(f"__ctxlab_judge__.rebind({{nonce}}, {spec.answer_names!r})")
+        forbid = {name: spec.forbid[name] for name in spec.answer_names if spec.forbid.get(name)}
+        token = secrets.token_hex(16)
+        self._session = self._serve(token)
+        return await self._judge_call(
+            f"__ctxlab_judge__.begin({{nonce}}, {token!r}, {spec.answer_names!r}, {forbid!r})")
+
+    async def _end_session(self, index: int, broken: str | None = None) -> None:
+        """End the open session: the judge lets go, and the learner's kernel stops serving."""
+        if self._session is None:
+            return
+        serving, self._session = self._session, None
+        ended = await self._judge_call("__ctxlab_judge__.end({nonce})")
+        await self._finish_serving(serving, index, broken=broken or (ended or {}).get("broken"))
 
     def _serve(self, token: str) -> str:
         """Ask the learner's kernel to answer the judge (without waiting); the request's id."""
@@ -600,6 +632,7 @@ class GuardedExecute(Execute):
 
     async def _recover(self, culprit: int) -> None:
         """Start a new learner's kernel and replay the cells that ran, without ``culprit``."""
+        self._session = None  # it was the old kernel's: the next test begins a new one
         if culprit >= 0:
             self._replayable = [i for i in self._replayable if i != culprit]
         while True:

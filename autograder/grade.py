@@ -39,6 +39,7 @@ message says what to fix), 130 when interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -65,7 +66,8 @@ from .template import PACKAGE_PARENT, Lesson, TemplateError, build_template
 __all__ = ["GradeOptions", "grade_class", "register", "parse_lessons", "parse_shard", "shard_of", "write_outputs",
            "GRADER_VERSION", "GradingRefused", "RUN_FILE"]
 
-GRADER_VERSION = "3"  # 2: test cells are judged in their own kernel; 3: demonstrations nothing needs are left out
+GRADER_VERSION = "4"  # 2: test cells are judged in their own kernel; 3: demonstrations nothing needs are left out;
+# 4: consecutive test cells share one connection, tracebacks without colour codes
 JUDGING_DIR = Path(__file__).resolve().parent / "judging"
 RUN_FILE = "run.json"
 
@@ -132,6 +134,23 @@ def _write_json(path: Path, data) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def precompile() -> None:
+    """Write the bytecode of the code every grading kernel imports (ctxlab, the judging package),
+    where this user may: kernels see those folders read-only and write no bytecode, so without
+    it each of them compiles the same modules again. Nothing happens where the folders are not
+    writable."""
+    import compileall
+    import importlib.util
+
+    folders = [JUDGING_DIR]
+    spec = importlib.util.find_spec("ctxlab")
+    folders += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    for folder in folders:
+        if os.access(folder, os.W_OK):
+            with contextlib.suppress(Exception):
+                compileall.compile_dir(str(folder), maxlevels=0, quiet=2)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -307,6 +326,7 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
     out.mkdir(parents=True, exist_ok=True)
     sandbox = Sandbox(isolated=options.sandbox, readonly=default_readonly_paths(), judging_dir=str(JUDGING_DIR),
                       limits=options.limits)
+    precompile()
     if options.sandbox:
         probe(sandbox, [course / "solutions", out, submissions])
     else:

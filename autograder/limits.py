@@ -83,6 +83,7 @@ def remove_group(procs: Path | None) -> None:
     if procs is None:
         return
     group = procs.parent
+    pause = 0.002  # a killed process is usually gone within milliseconds: look again soon
     for _ in range(50):
         try:
             pids = [int(p) for p in procs.read_text().split()]
@@ -93,7 +94,8 @@ def remove_group(procs: Path | None) -> None:
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
     with contextlib.suppress(OSError):
         group.rmdir()
 

@@ -1,6 +1,7 @@
 """Where a learner's code runs while it is graded: a bubblewrap sandbox with resource limits.
 
-Every grading kernel is started as ``LIMITS bwrap OPTIONS -- python -m ipykernel_launcher``:
+Every grading kernel is started as ``LIMITS bwrap OPTIONS -- python -m ctxlab_judging.kernel``
+(ipykernel's launcher):
 
 * ``LIMITS`` is a tiny launcher that sets resource limits (address space, file size, number of
   processes, no core dumps) and then replaces itself with bubblewrap;

@@ -54,3 +54,89 @@ def test_the_token_memo_agrees_with_tiktoken_and_hands_out_fresh_lists():
         print("ok", tiktoken.Encoding.encode_ordinary._ctxlab_memo)
     """)
     assert out == "ok True"
+
+
+def test_the_learners_memo_lives_only_while_it_answers_the_judge():
+    out = run("""
+        import tiktoken, ctxlab
+        from autograder.judging.memo import tokens_remembered
+        enc = ctxlab.encoding()
+        original = tiktoken.Encoding.encode_ordinary
+        want = enc.encode_ordinary("context window")
+        with tokens_remembered(cap=3):  # forgets everything when full: still right
+            inside = tiktoken.Encoding.encode_ordinary
+            got = [enc.encode_ordinary(t) for t in ("context window", "x" * 50, "context window")]
+        assert got[0] == got[2] == want and got[1] == original(enc, "x" * 50), got
+        memo = inside.__closure__ and [c.cell_contents for c in inside.__closure__ if isinstance(c.cell_contents, dict)]
+        print(getattr(inside, "_ctxlab_memo", False), tiktoken.Encoding.encode_ordinary is original, memo)
+
+        def learners_own(self, text):  # a learner's code that replaces the method while tested
+            return [0]
+        with tokens_remembered():
+            tiktoken.Encoding.encode_ordinary = learners_own
+        print(tiktoken.Encoding.encode_ordinary is learners_own)
+    """)
+    assert out == "True True [{}]\nTrue"
+
+
+def test_a_session_binds_the_names_again_before_each_test_and_forgets_the_last_tests_objects():
+    out = run("""
+        import json, os, tempfile, threading
+        from IPython.core.interactiveshell import InteractiveShell
+        import autograder.judging.agent as agent
+        import autograder.judging.judge as judge
+        from autograder.judging.wire import ChannelError
+        shell = InteractiveShell.instance()
+        learner = {}
+        exec("value = 1\\ndef bump():\\n    global value\\n    value += 1\\n    return value", learner)
+        agent._namespace = lambda: learner  # the learner's kernel, played by a thread
+        path = os.path.join(tempfile.mkdtemp(), "judge.sock")
+        assert json.loads(judge.start("n0", path, 10.0))["ok"]
+        ended = []
+        thread = threading.Thread(target=lambda: ended.append(agent.serve(path, "tok", 10.0)))
+        thread.start()
+        lines = []  # not printed yet: the serving thread sends this process's output to a sink
+        first = json.loads(judge.begin("n1", "tok", ["value", "bump", "missing"], {}))
+        ns = shell.user_ns
+        old_bump = ns["bump"]
+        lines.append(f"{first['bound']} {ns['value']} {old_bump()}")
+        again = json.loads(judge.rebind("n2", ["value", "bump", "missing"]))
+        lines.append(f"{again['ok']} {again['bound']} {ns['value']} {'missing' in ns}")
+        lines.append(f"{ns['bump']()} {learner['value']}")
+        try:  # an object of the last test names nothing now: the connection ends, as it did then
+            old_bump()
+        except ChannelError:
+            lines.append("stale: ChannelError")
+        lines.append(f"{json.loads(judge.rebind('n3', ['value']))['ok']} {'value' in ns}")
+        lines.append(f"{json.loads(judge.end('n4'))['broken'] is not None}")
+        thread.join(10)
+        lines.append(f"{[e.split(':')[0] for e in ended]} {learner['value']}")
+        print("\\n".join(lines))
+    """)
+    assert out.splitlines() == ["['value', 'bump'] 1 2", "True ['value', 'bump'] 2 False", "3 3",
+                                "stale: ChannelError", "False False", "True", "['channel closed'] 3"]
+
+
+def test_a_session_ends_cleanly_after_its_last_test():
+    out = run("""
+        import json, os, tempfile, threading
+        from IPython.core.interactiveshell import InteractiveShell
+        import autograder.judging.agent as agent
+        import autograder.judging.judge as judge
+        shell = InteractiveShell.instance()
+        learner = {"answer": 42}
+        agent._namespace = lambda: learner
+        path = os.path.join(tempfile.mkdtemp(), "judge.sock")
+        judge.start("n0", path, 10.0)
+        ended = []
+        thread = threading.Thread(target=lambda: ended.append(agent.serve(path, "tok", 10.0)))
+        thread.start()
+        reports = [json.loads(judge.begin("n1", "tok", ["answer"], {}))["ok"]]
+        for n in range(5):
+            learner["answer"] = n
+            reports.append(json.loads(judge.rebind(f"r{n}", ["answer"]))["ok"] and shell.user_ns["answer"] == n)
+        reports.append(json.loads(judge.end("n2"))["broken"])
+        thread.join(10)
+        print(reports, ended)
+    """)
+    assert out == "[True, True, True, True, True, True, None] ['ended']"

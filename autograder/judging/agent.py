@@ -1,10 +1,12 @@
 """Runs in the learner's kernel: answers the judge's calls on the learner's definitions.
 
 The grader calls :func:`install` once, before any learner code runs, and :func:`serve` before
-each test cell, which the judge runs in its own kernel. ``serve`` connects to the judge's
+each run of consecutive test cells, which the judge runs in its own kernel. ``serve`` connects to the judge's
 socket and, until the judge says ``end``, answers its requests: ``describe`` (what the
-learner's names are), ``call``, ``getattr`` and the rest (:mod:`.endpoint`). Output the
-learner's code writes meanwhile is dropped.
+learner's names are), ``call``, ``getattr`` and the rest (:mod:`.endpoint`), and ``next``
+between two test cells that share the connection (the last test's objects are forgotten). Output the
+learner's code writes meanwhile is dropped, and tiktoken remembers the texts it encodes
+(:func:`.memo.tokens_remembered`) until the test ends.
 
 Nothing here is trusted: the learner's code shares this process and may change any of it. The
 judge relies on none of it. Whatever this side sends is only data, and the judge compares it
@@ -22,6 +24,7 @@ as the judge's call of that exercise's answer runs. Its failure names what happe
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import socket
@@ -30,6 +33,7 @@ import types
 
 from .endpoint import Endpoint
 from .errors import ReferenceDisabled, rebuild
+from .memo import tokens_remembered
 
 __all__ = ["install", "serve", "disable", "restore"]
 
@@ -82,8 +86,10 @@ def install() -> int:
     return len(_functions)
 
 
+@functools.lru_cache(maxsize=4096)
 def _stub_code(freevars: tuple[str, ...], label: str) -> types.CodeType:
-    """A code object that raises ReferenceDisabled, with the same free variables as the original."""
+    """A code object that raises ReferenceDisabled, with the same free variables as the original
+    (code objects are immutable, so one serves every function it replaces)."""
     message = (f"{label} is ctxlab's own answer to the exercise being graded, so it is switched off while "
                "your code is tested: write this step yourself (ctxlab's helpers for the other exercises "
                "still work)")
@@ -170,6 +176,13 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         restore()
         return {"ok": True, "value": None}
 
+    def next_test(message: dict) -> dict:
+        """The next test cell on this connection: the last one's objects are forgotten."""
+        restore()
+        answers.clear()
+        endpoint.codec.forget()
+        return {"ok": True, "value": None}
+
     def answer_of(message: dict) -> str | None:
         """The answer name a request works on: its function or class, or an instance of its class."""
         try:
@@ -194,7 +207,7 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
 
     endpoint = Endpoint("learner", guarded=False, encoding_loader=_encoding, make_error=rebuild,
                         describe_error=lambda err: str(err),
-                        extra_ops={"describe": describe, "begin": begin, "end": end})
+                        extra_ops={"describe": describe, "begin": begin, "next": next_test, "end": end})
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(10)
     try:
@@ -207,7 +220,8 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
     endpoint.peer = peer
     sink = io.StringIO()
     try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        # Tests count the same texts again and again; the memo lives only while the test does.
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), tokens_remembered():
             peer.send({"op": "hello", "token": token})
             while not done["end"]:
                 message = peer.receive()

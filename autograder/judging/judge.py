@@ -12,7 +12,10 @@ learner wrote. The grader calls, through ``user_expressions``:
   the learner defined: plain data as it is, functions, classes and objects as proxies
   (:class:`~.endpoint.Remote`). A name the learner did not define is left unbound, so the test
   fails with ``NameError`` as it would in the learner's kernel;
-* :func:`end` after it: close the connection and unbind the names;
+* :func:`rebind` before each further test cell of a run of consecutive ones, which share one
+  connection: forget the last test's objects on both sides (objects live for one test cell)
+  and bind the names again, to what they are in the learner's kernel now;
+* :func:`end` after the last test cell of the run: close the connection and unbind the names;
 * :func:`reset` between two notebooks, when one judge serves several in turn: forget the last
   notebook (its connection and every name its setup and tests bound), keeping the listener.
 
@@ -32,7 +35,7 @@ from .errors import rebuild
 from .memo import memoize_tokens
 from .wire import ChannelError, Peer
 
-__all__ = ["start", "begin", "end", "reset"]
+__all__ = ["start", "begin", "rebind", "end", "reset"]
 
 _state: dict = {"listener": None, "peer": None, "endpoint": None, "bound": [], "timeout": 60.0}
 
@@ -62,6 +65,9 @@ def start(nonce: str, path: str, timeout: float) -> str:
     memoize_tokens()
     shell = __import__("IPython").get_ipython()
     shell.ast_node_interactivity = "none"
+    # A failed test's traceback in the plain layout: the same frames, lines and message, without
+    # reading and highlighting each frame's source file (tens of ms per failed test otherwise).
+    shell.InteractiveTB.set_mode("Plain")
     shell.display_formatter.active_types = []  # nothing a test does can emit an execute_result
     if os.path.exists(path):
         os.unlink(path)
@@ -105,17 +111,41 @@ def begin(nonce: str, token: str, names: list, forbid: dict) -> str:
     _state.update(peer=peer, endpoint=endpoint)
     try:
         disabled = endpoint.request({"op": "begin", "forbid": forbid}).get("value")
-        reply = endpoint.request({"op": "describe", "names": names})
-        values = reply.get("value") if type(reply.get("value")) is dict else {}
-        bound = []
-        for name in names:
-            if name in values:
-                namespace[name] = endpoint.decode(values[name])
-                bound.append(name)
-        _state["bound"] = bound
+        bound = _bind(namespace, endpoint, names)
     except (ChannelError, Exception) as err:  # noqa: BLE001 - reported, and the test then fails
         return _report(nonce, ok=False, error=f"the learner's kernel did not answer: {str(err)[:300]}")
     return _report(nonce, ok=True, bound=bound, disabled=disabled if type(disabled) is list else [])
+
+
+def _bind(namespace: dict, endpoint: Endpoint, names: list) -> list[str]:
+    reply = endpoint.request({"op": "describe", "names": names})
+    values = reply.get("value") if type(reply.get("value")) is dict else {}
+    bound = []
+    for name in names:
+        if name in values:
+            namespace[name] = endpoint.decode(values[name])
+            bound.append(name)
+    _state["bound"] = bound
+    return bound
+
+
+def rebind(nonce: str, names: list) -> str:
+    """Before the next test cell on the same connection: what :func:`end` then :func:`begin`
+    would do, without a new connection. Not ok when the connection is gone (the grader then
+    ends it and begins a new one)."""
+    namespace = _namespace()
+    _unbind(namespace)
+    peer, endpoint = _state.get("peer"), _state.get("endpoint")
+    if peer is None or endpoint is None or peer.broken is not None:
+        return _report(nonce, ok=False, error="the connection to the learner's kernel is gone: "
+                                              + str((peer.broken if peer is not None else None) or "none open"))
+    endpoint.codec.forget()
+    try:
+        endpoint.request({"op": "next"})
+        bound = _bind(namespace, endpoint, names)
+    except (ChannelError, Exception) as err:  # noqa: BLE001 - reported, and the grader starts over
+        return _report(nonce, ok=False, error=f"the learner's kernel did not answer: {str(err)[:300]}")
+    return _report(nonce, ok=True, bound=bound)
 
 
 def _unbind(namespace: dict) -> None:

@@ -79,6 +79,7 @@ class Codec:
         self.owner = owner
         self.objects: dict[int, Any] = {}
         self._ids: dict[int, int] = {}
+        self._last_id = 0  # never reused, even after forget(): a stale reference names nothing
         self.make_proxy = make_proxy or (lambda ref: ref)
         self.make_error = make_error or (lambda data: RemoteError(f"{data.get('type')}: {data.get('message')}"))
         self.describe_error = describe_error or (lambda err: str(err))
@@ -89,8 +90,9 @@ class Codec:
         """A reference to ``value``, which stays on this side."""
         key = id(value)
         if key not in self._ids:
-            self._ids[key] = len(self.objects) + 1
-            self.objects[self._ids[key]] = value
+            self._last_id += 1
+            self._ids[key] = self._last_id
+            self.objects[self._last_id] = value
         if kind is None:
             kind = "class" if isinstance(value, type) else "function" if callable(value) else "object"
         name = getattr(value, "__qualname__", None) or type(value).__qualname__
@@ -118,11 +120,12 @@ class Codec:
             return value
         if type(value) is float:
             return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
+        # Strings, the commonest leaves, are taken as they are without a call of their own.
         if type(value) in (list, tuple):
-            return [self.encode(v, depth + 1) for v in value]
+            return [v if type(v) is str else self.encode(v, depth + 1) for v in value]
         if type(value) is dict:
             if all(type(k) is str for k in value) and "$" not in value:
-                return {k: self.encode(v, depth + 1) for k, v in value.items()}
+                return {k: v if type(v) is str else self.encode(v, depth + 1) for k, v in value.items()}
             return {"$": "dict", "items": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
                                            for k, v in value.items()]}
         if type(value) in (set, frozenset):
@@ -154,12 +157,12 @@ class Codec:
         if data is None or type(data) in (bool, int, float, str):
             return data
         if type(data) is list:
-            return [self.decode(v, encoding_loader, depth + 1) for v in data]
+            return [v if type(v) is str else self.decode(v, encoding_loader, depth + 1) for v in data]
         if type(data) is not dict:
             raise ChannelError(f"received a value of type {type(data).__name__}")
         tag = data.get("$")
         if tag is None:
-            return {k: self.decode(v, encoding_loader, depth + 1) for k, v in data.items()}
+            return {k: v if type(v) is str else self.decode(v, encoding_loader, depth + 1) for k, v in data.items()}
         if tag == "dict":
             return {_hashable(self.decode(k, encoding_loader, depth + 1)): self.decode(v, encoding_loader, depth + 1)
                     for k, v in _pairs(data.get("items"))}
