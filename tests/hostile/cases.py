@@ -207,12 +207,22 @@ def _gather():
             pass
     texts += ["".join(entry[2]) for entry in list(linecache.cache.values()) if len(entry) > 2]
     texts += [str(cell) for cell in get_ipython().user_ns.get("In", [])]
-    for root in ("/tmp", os.getcwd(), os.path.expanduser("~"), "/opt", "/run"):
-        for folder, _dirs, files in os.walk(root):
+    # Not the Python environment or ctxlab's code, which a checkout under /tmp puts in that walk
+    # (tens of thousands of files, none of them the course's), and at most 100 MB under each folder.
+    installed = tuple(os.path.realpath(p) for p in (sys.prefix, os.path.dirname(ctxlab.__file__)))
+    for root in (os.getcwd(), os.path.expanduser("~"), "/opt", "/run", "/tmp"):
+        budget = 100_000_000
+        for folder, dirs, files in os.walk(root):
+            if os.path.realpath(folder).startswith(installed):
+                dirs[:] = []
+                continue
             for name in files:
+                if budget <= 0:
+                    break
                 try:
                     with open(os.path.join(folder, name), errors="ignore") as handle:
                         texts.append(handle.read(200_000))
+                        budget -= len(texts[-1])
                 except OSError:
                     pass
     for text in texts:
