@@ -75,8 +75,10 @@ def test_the_learners_memo_lives_only_while_it_answers_the_judge():
         with tokens_remembered():
             tiktoken.Encoding.encode_ordinary = learners_own
         print(tiktoken.Encoding.encode_ordinary is learners_own)
+        with tokens_remembered():  # replaced before the test: never memoized, it need not be pure
+            print(tiktoken.Encoding.encode_ordinary is learners_own)
     """)
-    assert out == "True True [{}]\nTrue"
+    assert out == "True True [{}]\nTrue\nTrue"
 
 
 def test_a_session_binds_the_names_again_before_each_test_and_forgets_the_last_tests_objects():

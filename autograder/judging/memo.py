@@ -12,7 +12,7 @@ messages each time. Encoding is a pure function, so a kernel can keep each text'
   :func:`ctxlab_judging.agent.serve`), capped at ``SERVING_MEMO_TOKENS``, and emptied and taken
   out when the test ends. The learner's own cells never see it: it holds nothing while they
   run, so the memory they have is what a plain kernel gives them. A learner's code that
-  replaces ``encode_ordinary`` itself is left as it is.
+  replaces ``encode_ordinary`` itself is left as it is, and is never memoized.
 
 Both change tiktoken for the whole process, so ``tests/test_judge_reuse.py`` checks them in
 processes of their own.
@@ -72,7 +72,9 @@ def tokens_remembered(cap: int | None = None):
     import tiktoken
 
     original = tiktoken.Encoding.encode_ordinary
-    if getattr(original, "_ctxlab_memo", False):  # one is already in place (the judge's)
+    if getattr(original, "_ctxlab_memo", False) or getattr(original, "__module__", "") != tiktoken.Encoding.__module__:
+        # One is in place already (the judge's), or the learner's code replaced the method with
+        # its own, which need not be pure: remembering its answers could change them.
         yield
         return
     wrapper, memo = _memo(original, SERVING_MEMO_TOKENS if cap is None else cap)
