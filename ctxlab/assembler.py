@@ -51,6 +51,7 @@ from .budget import ContextBudget
 from .compression import STUB_PREFIX, compress_history, stub_reference
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
+from .history import MessageRuns
 from .messages import MessageChecker, strip_course_keys
 from .pins import PIN_TOOL, is_pin_call
 from .scratchpad import Scratchpad, is_scratchpad_message
@@ -323,7 +324,7 @@ class Assembler:
         messages += body[head_stop:]
         if pad_message is not None:
             messages.append(pad_message)  # already a new dict
-        dropped = list(window.dropped)
+        dropped = window.dropped
         self.log.record(
             "assemble", lap=step, tokens_before=fixed + self._tokens, tokens_after=tokens,
             detail=assemble_detail(
@@ -487,12 +488,14 @@ class _Window:
                 self._add(e)
         self.next_group = next((g for g in range(len(starts)) if starts[g] >= cut), len(starts))
         self.covered = cut
-        removed, previous = [], 0
+        runs, previous = [], 0
         for start, stop in pinned_before:
-            removed.extend(owner._elastic[previous:start])
+            runs.append((previous, start))
             previous = stop
-        removed.extend(owner._elastic[previous:cut])
-        self.dropped = removed
+        runs.append((previous, cut))
+        # what is out of the prompt does not change until the next cut: one read-only view of
+        # the record serves every lap (copying ~10,000 messages a lap would grow with the run)
+        self.dropped = MessageRuns(owner._elastic, runs)
         self._grow()
 
     def _add_group(self, number: int) -> None:

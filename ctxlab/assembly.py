@@ -95,7 +95,8 @@ class Context:
       ``scratchpad`` when lines were shed, and a final ``assemble``);
     * ``state``: pass it to the next lap's :func:`build_context`;
     * ``dropped``: the record's messages that are not in the prompt (summarised or trimmed),
-      in full.
+      in full: a list, or from an :class:`ctxlab.Assembler` lap that does not cut a read-only
+      view of the record (:class:`ctxlab.MessageRuns`, equal to the list; ``list()`` copies it).
 
     >>> Context(messages=[{"role": "user", "content": "hi"}], tokens=9).summary is None
     True
@@ -106,7 +107,7 @@ class Context:
     allocation: Allocation | None = None
     log: MemoryLog = field(default_factory=MemoryLog)
     state: AssemblyState = field(default_factory=AssemblyState)
-    dropped: list[Message] = field(default_factory=list)
+    dropped: Sequence[Message] = field(default_factory=list)
 
     @property
     def summary(self) -> str | None:

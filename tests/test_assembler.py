@@ -405,3 +405,24 @@ def test_compress_events_of_two_laps_share_no_entries():
     assembler.context(run[:calls[31]], scratchpad=pad())
     second = [e for e in assembler.log if e.kind == "compress"][-1]
     assert second is not first and second.data["changes"] and all(c["age"] >= 0 for c in second.data["changes"])
+
+
+def test_a_lap_that_does_not_cut_lists_the_dropped_messages_without_copying_the_record():
+    run = long_run(150)
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
+    assembler = ctxlab.Assembler(budget, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    views = 0
+    for index in ctxlab.model_calls(run):
+        context = assembler.context(run[:index], scratchpad=pad(), step=run[index]["step"])
+        dropped = context.dropped
+        if isinstance(dropped, ctxlab.MessageRuns):  # a lap that did not cut: a view of the record
+            views += 1
+            assert not hasattr(dropped, "append") and not hasattr(dropped, "__setitem__")
+            kept = {id(m) for m in run[:index] if any(m is d for d in dropped)}
+            assert len(kept) == len(dropped)  # the record's own messages, each once
+            assert all(m is run[i] for m, i in zip(dropped, [j for j, m in enumerate(run[:index]) if id(m) in kept]))
+    assert views > 50  # most laps do not cut
+    record_before = list(dropped)
+    assembler.extend(run[len(assembler):])  # the record grows to the end of the run
+    assembler.build(scratchpad=pad())
+    assert list(dropped) == record_before  # a view handed out earlier does not change

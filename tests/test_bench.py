@@ -185,3 +185,11 @@ def test_fit_with_a_kept_counter_equals_fit_without(bench, allowance):
     counter = ctxlab.TokenCounter()
     for end in histories.lap_ends(history, 4):
         assert ctxlab.fit(history[:end], allowance, count=counter.message) == ctxlab.fit(history[:end], allowance)
+
+
+def test_the_assembly_bench_runs(bench, tmp_path):
+    run = load_run()
+    assert run.main(["--quick", "--only", "assembly", "--results", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "## Assembly over a long run" in report and "encode new + compressed" in report
+    assert "0 over budget" in report
