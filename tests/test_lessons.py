@@ -184,6 +184,12 @@ def test_every_rule_has_a_test_and_a_wrong_answer_that_breaks_only_it(lesson):
     """tests/wrong_answers/<lesson>.py: RULES maps each rule the lesson states to the test that
     checks it and the listed wrong answer that breaks it; at least 15 wrong answers, each in a rule."""
     rules = _rules(lesson)
+    names = [w.name for w in load_wrong_answers(lesson)]
+    assert len(names) == len(set(names)), (
+        f"{lesson}: wrong answers share a name, so one would hide another: "
+        f"{sorted({n for n in names if names.count(n) > 1})}")
+    answers = [(w.cell, w.source.strip()) for w in load_wrong_answers(lesson)]
+    assert len(answers) == len(set(answers)), f"{lesson}: the same wrong answer is listed twice"
     wrong = {w.name: w for w in load_wrong_answers(lesson)}
     tests = {meta["grade_id"] for _, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)) if meta.get("grade")}
     assert len(wrong) >= 15, f"{lesson}: {len(wrong)} listed wrong answers; at least 15 are needed"

@@ -284,3 +284,21 @@ RULES = [
     dict(rule="Q5: measure the sent prompt with the tokenizer every lap; the bill is the sum",
          test="q5-check", wrong="thinks-earlier-messages-are-free"),
 ]
+
+# Concept checks: the wrong options of the questions listed above with fewer (each fails its check).
+WRONG_ANSWERS += [
+    dict(name="thinks-the-bill-stays-the-same", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
+    dict(name="thinks-the-bill-grows-forty-fold", cell="q1-answer", source='q1 = "d"', fails=["q1-check"]),
+    dict(name="thinks-the-api-compresses-the-prompt", cell="q2-answer", source='q2 = "c"', fails=["q2-check"]),
+    dict(name="thinks-the-model-forgets-the-oldest-tokens", cell="q2-answer", source='q2 = "d"', fails=["q2-check"]),
+    dict(name="thinks-the-tokenizer-is-faster-than-len", cell="q3-answer", source='q3 = "a"', fails=["q3-check"]),
+    dict(name="thinks-the-api-checks-the-count", cell="q3-answer", source='q3 = "d"', fails=["q3-check"]),
+]
+RULES += [
+    dict(rule="Q1: doubling the laps quadruples the bill", test="q1-check", wrong="thinks-the-bill-stays-the-same"),
+    dict(rule="Q1: doubling the laps quadruples the bill", test="q1-check", wrong="thinks-the-bill-grows-forty-fold"),
+    dict(rule="Q2: prompt and reply share the window", test="q2-check", wrong="thinks-the-api-compresses-the-prompt"),
+    dict(rule="Q2: prompt and reply share the window", test="q2-check", wrong="thinks-the-model-forgets-the-oldest-tokens"),
+    dict(rule="Q3: characters per token vary by kind of text", test="q3-check", wrong="thinks-the-tokenizer-is-faster-than-len"),
+    dict(rule="Q3: characters per token vary by kind of text", test="q3-check", wrong="thinks-the-api-checks-the-count"),
+]

@@ -693,3 +693,27 @@ RULES = [
     dict(rule="Q5: rules, goal, plan, unresolved errors and constraints always survive",
          test="q5-check", wrong="keeps-the-longest-messages"),
 ]
+
+# Concept checks: the wrong options of the questions listed above with fewer (each fails its check).
+WRONG_ANSWERS += [
+    dict(name="thinks-an-orphaned-result-is-harmless", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
+    dict(name="thinks-the-model-reruns-the-tool", cell="q1-answer", source='q1 = "c"', fails=["q1-check"]),
+    dict(name="thinks-the-api-drops-orphans", cell="q1-answer", source='q1 = "d"', fails=["q1-check"]),
+    dict(name="pins-the-last-tool-result", cell="q2-answer", source='q2 = "a"', fails=["q2-check"]),
+    dict(name="pins-the-longest-result", cell="q2-answer", source='q2 = "c"', fails=["q2-check"]),
+    dict(name="thinks-the-oldest-always-goes-first", cell="q2-answer", source='q2 = "d"', fails=["q2-check"]),
+    dict(name="thinks-deep-trims-always-send-less", cell="q3-answer", source='q3 = "a"', fails=["q3-check"]),
+    dict(name="thinks-shorter-prompts-are-the-reason", cell="q3-answer", source='q3 = "b"', fails=["q3-check"]),
+    dict(name="thinks-the-api-limits-trims", cell="q3-answer", source='q3 = "d"', fails=["q3-check"]),
+]
+RULES += [
+    dict(rule="Q1: an orphaned tool result makes the provider reject the request", test="q1-check", wrong="thinks-an-orphaned-result-is-harmless"),
+    dict(rule="Q1: an orphaned tool result makes the provider reject the request", test="q1-check", wrong="thinks-the-model-reruns-the-tool"),
+    dict(rule="Q1: an orphaned tool result makes the provider reject the request", test="q1-check", wrong="thinks-the-api-drops-orphans"),
+    dict(rule="Q2: the first user message states the task and is pinned", test="q2-check", wrong="pins-the-last-tool-result"),
+    dict(rule="Q2: the first user message states the task and is pinned", test="q2-check", wrong="pins-the-longest-result"),
+    dict(rule="Q2: the first user message states the task and is pinned", test="q2-check", wrong="thinks-the-oldest-always-goes-first"),
+    dict(rule="Q3: rare deep trims keep the prefix stable for the cache", test="q3-check", wrong="thinks-deep-trims-always-send-less"),
+    dict(rule="Q3: rare deep trims keep the prefix stable for the cache", test="q3-check", wrong="thinks-shorter-prompts-are-the-reason"),
+    dict(rule="Q3: rare deep trims keep the prefix stable for the cache", test="q3-check", wrong="thinks-the-api-limits-trims"),
+]

@@ -499,3 +499,21 @@ RULES = [
     dict(rule="Q5: (d) temperature 0 makes a summary repeatable, not faithful", test="q5-check",
          wrong="thinks-temperature-zero-keeps-rules"),
 ]
+
+# Concept checks: the wrong options of the questions listed above with fewer (each fails its check).
+WRONG_ANSWERS += [
+    dict(name="stacks-the-summaries", cell="q2-answer", source='q2 = "a"', fails=["q2-check"]),
+    dict(name="thinks-rolling-up-means-every-lap", cell="q2-answer", source='q2 = "c"', fails=["q2-check"]),
+    dict(name="keeps-raw-steps-beside-the-summary", cell="q2-answer", source='q2 = "d"', fails=["q2-check"]),
+    dict(name="thinks-summaries-always-help", cell="q3-answer", source='q3 = "a"', fails=["q3-check"]),
+    dict(name="thinks-summaries-are-free", cell="q3-answer", source='q3 = "b"', fails=["q3-check"]),
+    dict(name="thinks-summaries-need-parallel-calls", cell="q3-answer", source='q3 = "d"', fails=["q3-check"]),
+]
+RULES += [
+    dict(rule="Q2: roll up: one current summary that folds in the previous one", test="q2-check", wrong="stacks-the-summaries"),
+    dict(rule="Q2: roll up: one current summary that folds in the previous one", test="q2-check", wrong="thinks-rolling-up-means-every-lap"),
+    dict(rule="Q2: roll up: one current summary that folds in the previous one", test="q2-check", wrong="keeps-raw-steps-beside-the-summary"),
+    dict(rule="Q3: a short run that fits needs no summary", test="q3-check", wrong="thinks-summaries-always-help"),
+    dict(rule="Q3: a short run that fits needs no summary", test="q3-check", wrong="thinks-summaries-are-free"),
+    dict(rule="Q3: a short run that fits needs no summary", test="q3-check", wrong="thinks-summaries-need-parallel-calls"),
+]

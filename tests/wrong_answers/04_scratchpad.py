@@ -466,3 +466,21 @@ RULES = [
     dict(rule="Q4: the model keeps nothing between calls", test="q4-check",
          wrong="thinks-working-memory-is-the-models-head"),
 ]
+
+# Concept checks: the wrong options of the questions listed above with fewer (each fails its check).
+WRONG_ANSWERS += [
+    dict(name="thinks-the-pad-goes-last-to-be-trimmed-first", cell="q1-answer", source='q1 = "c"', fails=["q1-check"]),
+    dict(name="thinks-the-pad-can-go-anywhere", cell="q1-answer", source='q1 = "d"', fails=["q1-check"]),
+    dict(name="thinks-code-writes-better-english", cell="q2-answer", source='q2 = "a"', fails=["q2-check"]),
+    dict(name="thinks-the-model-may-not-write-the-pad", cell="q2-answer", source='q2 = "d"', fails=["q2-check"]),
+    dict(name="raises-the-cap-instead", cell="q3-answer", source='q3 = "a"', fails=["q3-check"]),
+    dict(name="thinks-the-first-message-holds-the-goal", cell="q3-answer", source='q3 = "b"', fails=["q3-check"]),
+]
+RULES += [
+    dict(rule="Q1: the scratchpad goes last for attention, after the cacheable prefix", test="q1-check", wrong="thinks-the-pad-goes-last-to-be-trimmed-first"),
+    dict(rule="Q1: the scratchpad goes last for attention, after the cacheable prefix", test="q1-check", wrong="thinks-the-pad-can-go-anywhere"),
+    dict(rule="Q2: code records failures deterministically", test="q2-check", wrong="thinks-code-writes-better-english"),
+    dict(rule="Q2: code records failures deterministically", test="q2-check", wrong="thinks-the-model-may-not-write-the-pad"),
+    dict(rule="Q3: shed by priority, keep goal and failures", test="q3-check", wrong="raises-the-cap-instead"),
+    dict(rule="Q3: shed by priority, keep goal and failures", test="q3-check", wrong="thinks-the-first-message-holds-the-goal"),
+]

@@ -440,3 +440,27 @@ RULES = [
     dict(rule="Q5: long-term memory is stored outside the context and retrieved when relevant",
          test="q5-check", wrong="thinks-the-weights-learn-each-call"),
 ]
+
+# Concept checks: the wrong options of the questions listed above with fewer (each fails its check).
+WRONG_ANSWERS += [
+    dict(name="thinks-old-results-are-wrong", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
+    dict(name="thinks-compressing-recent-results-is-slower", cell="q1-answer", source='q1 = "c"', fails=["q1-check"]),
+    dict(name="thinks-old-tokens-cost-less", cell="q1-answer", source='q1 = "d"', fails=["q1-check"]),
+    dict(name="thinks-only-content-matters", cell="q2-answer", source='q2 = "a"', fails=["q2-check"]),
+    dict(name="thinks-short-messages-are-unreadable", cell="q2-answer", source='q2 = "c"', fails=["q2-check"]),
+    dict(name="thinks-tokens-are-counted-twice", cell="q2-answer", source='q2 = "d"', fails=["q2-check"]),
+    dict(name="thinks-replaced-results-are-not-needed", cell="q3-answer", source='q3 = "a"', fails=["q3-check"]),
+    dict(name="keeps-full-results-in-a-dict", cell="q3-answer", source='q3 = "b"', fails=["q3-check"]),
+    dict(name="keeps-full-results-further-down-the-prompt", cell="q3-answer", source='q3 = "c"', fails=["q3-check"]),
+]
+RULES += [
+    dict(rule="Q1: the newest results are needed in full, older ones were acted on", test="q1-check", wrong="thinks-old-results-are-wrong"),
+    dict(rule="Q1: the newest results are needed in full, older ones were acted on", test="q1-check", wrong="thinks-compressing-recent-results-is-slower"),
+    dict(rule="Q1: the newest results are needed in full, older ones were acted on", test="q1-check", wrong="thinks-old-tokens-cost-less"),
+    dict(rule="Q2: compression keeps tool_call_id, or the pair breaks", test="q2-check", wrong="thinks-only-content-matters"),
+    dict(rule="Q2: compression keeps tool_call_id, or the pair breaks", test="q2-check", wrong="thinks-short-messages-are-unreadable"),
+    dict(rule="Q2: compression keeps tool_call_id, or the pair breaks", test="q2-check", wrong="thinks-tokens-are-counted-twice"),
+    dict(rule="Q3: full results live in a durable store", test="q3-check", wrong="thinks-replaced-results-are-not-needed"),
+    dict(rule="Q3: full results live in a durable store", test="q3-check", wrong="keeps-full-results-in-a-dict"),
+    dict(rule="Q3: full results live in a durable store", test="q3-check", wrong="keeps-full-results-further-down-the-prompt"),
+]

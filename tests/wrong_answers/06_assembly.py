@@ -446,3 +446,27 @@ RULES = [
     dict(rule="Q7: the system prompt stays first", test="q7-check", wrong="moves-the-system-prompt-last"),
     dict(rule="Q7: unpinning a rule invites the compaction trap", test="q7-check", wrong="unpins-the-rule"),
 ]
+
+# Concept checks: the wrong options of the questions listed above with fewer (each fails its check).
+WRONG_ANSWERS += [
+    dict(name="thinks-the-api-needs-a-system-message-first", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
+    dict(name="thinks-the-prefix-is-the-largest-part", cell="q1-answer", source='q1 = "c"', fails=["q1-check"]),
+    dict(name="thinks-trimming-starts-from-the-end", cell="q1-answer", source='q1 = "d"', fails=["q1-check"]),
+    dict(name="thinks-the-transcript-has-everything", cell="q2-answer", source='q2 = "a"', fails=["q2-check"]),
+    dict(name="thinks-the-log-undoes-the-retry", cell="q2-answer", source='q2 = "b"', fails=["q2-check"]),
+    dict(name="thinks-the-log-makes-the-model-deterministic", cell="q2-answer", source='q2 = "d"', fails=["q2-check"]),
+    dict(name="thinks-deep-trims-send-fewer-tokens", cell="q3-answer", source='q3 = "a"', fails=["q3-check"]),
+    dict(name="thinks-caches-need-short-prompts", cell="q3-answer", source='q3 = "c"', fails=["q3-check"]),
+    dict(name="thinks-it-never-summarises", cell="q3-answer", source='q3 = "d"', fails=["q3-check"]),
+]
+RULES += [
+    dict(rule="Q1: the static prefix goes first for the cache and the rules", test="q1-check", wrong="thinks-the-api-needs-a-system-message-first"),
+    dict(rule="Q1: the static prefix goes first for the cache and the rules", test="q1-check", wrong="thinks-the-prefix-is-the-largest-part"),
+    dict(rule="Q1: the static prefix goes first for the cache and the rules", test="q1-check", wrong="thinks-trimming-starts-from-the-end"),
+    dict(rule="Q2: the log shows what each prompt held and what was cut", test="q2-check", wrong="thinks-the-transcript-has-everything"),
+    dict(rule="Q2: the log shows what each prompt held and what was cut", test="q2-check", wrong="thinks-the-log-undoes-the-retry"),
+    dict(rule="Q2: the log shows what each prompt held and what was cut", test="q2-check", wrong="thinks-the-log-makes-the-model-deterministic"),
+    dict(rule="Q3: rare deep trims keep the cached prefix", test="q3-check", wrong="thinks-deep-trims-send-fewer-tokens"),
+    dict(rule="Q3: rare deep trims keep the cached prefix", test="q3-check", wrong="thinks-caches-need-short-prompts"),
+    dict(rule="Q3: rare deep trims keep the cached prefix", test="q3-check", wrong="thinks-it-never-summarises"),
+]
