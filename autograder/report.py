@@ -39,6 +39,7 @@ __all__ = ["attention", "event_text", "notes_of", "grades_csv", "canvas_csv", "s
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+LEADING_MARKER = re.compile(r"^(?:([-+])|(\d{1,9})([.)])(?=\s|$))")
 
 CSV_COLUMNS = ("student", "lesson", "score", "max_score", "status", "attention", "notes")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -83,7 +84,10 @@ def md_text(text: object) -> str:
     """``text`` escaped for Markdown: no HTML, link, emphasis or table cell of its own; one line."""
     # Runs of whitespace become one space: leading tabs or spaces would make an indented code block.
     one_line = " ".join(" ↵ ".join(str(text).splitlines()).split())
-    return html.escape(MARKDOWN_SPECIAL.sub(r"\\\1", one_line), quote=False)
+    escaped = MARKDOWN_SPECIAL.sub(r"\\\1", one_line)
+    # At the start of a line, "-", "+" or "1." would open a list or draw a rule ("- --" is an <hr>).
+    escaped = LEADING_MARKER.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", escaped, count=1)
+    return html.escape(escaped, quote=False)
 
 
 def grades_csv(students: dict[str, dict]) -> str:

@@ -122,6 +122,9 @@ def test_submission_text_in_the_summary_renders_as_text_not_html():
 @given(HOSTILE_TEXT)
 @example("\t\t:")  # leading tabs once made an indented code block
 @example("      four spaces and more")
+@example("--")  # "- --" is a thematic break
+@example("1. first")  # an ordered list inside the item
+@example("+")
 def test_md_text_is_one_line_with_no_raw_markup(text):
     escaped = md_text(text)
     assert "\n" not in escaped and "\r" not in escaped
