@@ -268,22 +268,25 @@ def test_the_batch_stays_within_its_time_budget(graded):
 
 def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path):
     require_sandbox()
-    submissions, out = tmp_path / "submissions", tmp_path / "out"
     released, answers = released_and_answers()
     from hostile.cases import solved
 
-    for student in ("ann", "ben"):
-        (submissions / student / LESSON).mkdir(parents=True)
-        (submissions / student / LESSON / NOTEBOOK).write_text(json.dumps(solved(released, answers)))
-    process = run_grader(submissions, out, "--jobs", "1", wait=False)
-    deadline = time.monotonic() + 300
-    while not (out / "students" / "ann.json").exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if process.poll() is not None:
-        _, stderr = process.communicate()
-        pytest.fail(f"the run ended (status {process.returncode}) before it could be interrupted:\n{stderr[-2000:]}")
-    os.killpg(process.pid, signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    for attempt in range(3):  # the interrupt can land after ben's grade is written: then try again
+        submissions, out = tmp_path / f"submissions-{attempt}", tmp_path / f"out-{attempt}"
+        for student in ("ann", "ben"):
+            (submissions / student / LESSON).mkdir(parents=True)
+            (submissions / student / LESSON / NOTEBOOK).write_text(json.dumps(solved(released, answers)))
+        process = run_grader(submissions, out, "--jobs", "1", wait=False)
+        deadline = time.monotonic() + 300
+        while not (out / "students" / "ann.json").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if process.poll() is not None:
+            _, stderr = process.communicate()
+            pytest.fail(f"the run ended (status {process.returncode}) before it could be interrupted:\n{stderr[-2000:]}")
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        if not (process.returncode == 0 and (out / "students" / "ben.json").exists()):
+            break
     assert process.returncode == 130, stderr
     assert "run the same command again" in stderr
     assert not (out / "students" / "ben.json").exists()
