@@ -140,6 +140,24 @@ def test_exceptions_come_back_as_the_receivers_own_classes():
     assert type(rebuild({"type": "SystemExit", "mro": ["SystemExit"], "message": ""})) is LearnerError
 
 
+def test_a_learners_own_class_called_budgeterror_is_not_ctxlabs():
+    """Only ctxlab's class (or a subclass of it) is rebuilt as ctxlab.BudgetError: a class of the
+    learner's own with that name arrives as its nearest built-in base, a renamed one as LearnerError."""
+
+    class BudgetError(ValueError):
+        pass
+
+    class Renamed(Exception):
+        pass
+
+    Renamed.__name__ = Renamed.__qualname__ = "BudgetError"
+    own = rebuild(Codec("learner").error(BudgetError("over")))
+    assert type(own) is ValueError and own.learner_type == "BudgetError"
+    assert type(rebuild(Codec("learner").error(Renamed("over")))) is LearnerError
+    forged = {"type": "BudgetError", "mro": ["~__main__.BudgetError", "Exception"], "message": "x"}
+    assert type(rebuild(forged)) is LearnerError
+
+
 # ---------------------------------------------------------------------- calls across
 
 

@@ -142,3 +142,93 @@ def test_a_session_ends_cleanly_after_its_last_test():
         print(reports, ended)
     """)
     assert out == "[True, True, True, True, True, True, None] ['ended']"
+
+
+LEARNER_WAYS_AROUND = '''
+import types
+import ctxlab
+
+class ContextBudget(ctxlab.ContextBudget):  # inherits the reference's methods
+    pass
+
+class Shell:  # a plain class whose method builds the reference inside
+    def allowance(self, fixed, pad):
+        return ctxlab.ContextBudget().history_allowance(fixed, pad)
+
+def make_checker():  # hands out a closure that calls the reference
+    return lambda messages: ctxlab.pairs_ok(messages)
+
+_f = ctxlab.fit
+_copy = types.FunctionType(_f.__code__, _f.__globals__, "fit", _f.__defaults__, _f.__closure__)
+_copy.__kwdefaults__ = dict(_f.__kwdefaults__ or {})
+
+def fit(messages, allowance):  # a copy of the reference built from its code object
+    return _copy(messages, allowance)
+
+_saved = ctxlab.turn_groups.__code__
+
+def turn_groups(messages):  # puts the reference's code back while it runs
+    function = ctxlab.turn_groups
+    off, function.__code__ = function.__code__, _saved
+    try:
+        return function(messages)
+    finally:
+        function.__code__ = off
+
+def own_pairs_ok(messages):  # an answer of its own: other references still work
+    return bool(ctxlab.turn_groups(messages)) and True
+'''
+
+
+def test_the_reference_stays_off_for_subclasses_methods_closures_and_copies():
+    """Each way of reaching ctxlab's own answer while it is switched off fails with
+    ReferenceDisabled; an answer written by the learner still runs."""
+    out = run(f"""
+        import json, os, tempfile, threading
+        from IPython.core.interactiveshell import InteractiveShell
+        import autograder.judging.agent as agent
+        import autograder.judging.judge as judge
+        from autograder.judging.errors import ReferenceDisabled
+        from autograder.references import forbid_map
+        agent.install()
+        shell = InteractiveShell.instance()
+        learner = {{}}
+        exec({LEARNER_WAYS_AROUND!r}, learner)
+        agent._namespace = lambda: learner
+        path = os.path.join(tempfile.mkdtemp(), "judge.sock")
+        judge.start("n0", path, 10.0)
+        thread = threading.Thread(target=lambda: agent.serve(path, "tok", 10.0))
+        thread.start()
+        forbid = forbid_map({{"ContextBudget": ["ctxlab.ContextBudget"], "Shell": ["ctxlab.ContextBudget"],
+                              "make_checker": ["ctxlab.pairs_ok"], "fit": ["ctxlab.fit"],
+                              "turn_groups": ["ctxlab.turn_groups"], "own_pairs_ok": ["ctxlab.pairs_ok"]}})
+        names = ["ContextBudget", "Shell", "make_checker", "fit", "turn_groups", "own_pairs_ok"]
+        judge.begin("n1", "tok", names, forbid)
+        ns = shell.user_ns
+        messages = [{{"role": "user", "content": "hi"}}]
+        cases = {{"subclass": lambda: ns["ContextBudget"]().history_allowance(100, 100),
+                 "method": lambda: ns["Shell"]().allowance(100, 100),
+                 "closure": lambda: ns["make_checker"]()(messages),
+                 "copy": lambda: ns["fit"](messages, 1000),
+                 "saved code": lambda: ns["turn_groups"](messages),
+                 "own answer": lambda: ns["own_pairs_ok"](messages)}}
+        verdicts = {{}}  # printed at the end: the serving thread sends this process's output to a sink
+        for label, case in cases.items():
+            try:
+                verdicts[label] = f"ran {{case()}}"
+            except ReferenceDisabled as err:
+                verdicts[label] = f"off: {{err}}"
+        judge.end("n2")
+        thread.join(10)
+        import ctxlab
+        verdicts["after"] = f"ran {{len(ctxlab.fit(messages, 1000)[0])}} {{len(ctxlab.turn_groups(messages))}}"
+        print(json.dumps(verdicts))
+    """)
+    import json
+
+    verdicts = json.loads(out.splitlines()[-1])
+    for way in ("subclass", "method", "closure", "copy", "saved code"):
+        assert verdicts[way].startswith("off: "), (way, verdicts[way])
+    assert "keeps the code object of ctxlab.turn_groups" in verdicts["saved code"], verdicts
+    assert verdicts["own answer"] == "ran True", verdicts
+    assert verdicts["after"] == "ran 1 1", verdicts  # everything is switched on again

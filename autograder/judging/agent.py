@@ -13,7 +13,11 @@ judge relies on none of it. Whatever this side sends is only data, and the judge
 there. The one thing this module adds is a deterrent. While a test runs, ctxlab's own
 reference for the exercise under test is switched off, for every alias the learner may hold,
 by swapping the code of the function objects themselves (:func:`disable`), for exactly as long
-as the judge's call of that exercise's answer runs. Its failure names what happened.
+as the judge's call of that exercise's answer runs. "That exercise's answer" covers an instance of
+the answer's class (a subclass of ctxlab's class too), a bound method of either and anything an
+answered call handed out. Copies of a reference built from its code object are found
+(:func:`find_copies`) and switched off with it; an answer that keeps the code object itself, or
+puts it back while the test runs, fails. Its failure names what happened.
 
 >>> _stub_code((), "ctxlab.fit").co_freevars
 ()
@@ -35,7 +39,7 @@ from .endpoint import Endpoint
 from .errors import ReferenceDisabled, rebuild
 from .memo import tokens_remembered
 
-__all__ = ["install", "serve", "disable", "restore"]
+__all__ = ["install", "serve", "disable", "restore", "find_copies"]
 
 _functions: dict[tuple[str, str], list[types.FunctionType]] = {}
 _swapped: list[tuple[types.FunctionType, types.CodeType]] = []
@@ -105,6 +109,10 @@ def _stub_code(freevars: tuple[str, ...], label: str) -> types.CodeType:
     return namespace["outer"]().__code__
 
 
+def _is_stub(code: types.CodeType) -> bool:
+    return code.co_filename == "<string>" and code.co_name == "stub" and "ReferenceDisabled" in code.co_names
+
+
 def disable(targets: list) -> list[tuple[types.FunctionType, types.CodeType]]:
     """Switch off the ctxlab functions named by ``targets`` ([file, qualname, label] each); return
     what was switched off, for :func:`restore` (functions already off are left to their caller)."""
@@ -136,6 +144,59 @@ def restore(entries: list | None = None) -> None:
             _swapped.remove((function, original))
 
 
+def find_copies(targets: list) -> list[str]:
+    """Index the learner's copies of the functions ``targets`` name, so :func:`disable` switches
+    them off too; return the labels of those whose code object something else still holds.
+
+    A copy is a function object that is not ctxlab's own but runs code compiled from a ctxlab
+    file: one built from a reference's ``__code__`` (``types.FunctionType(ctxlab.fit.__code__,
+    ...)``) or compiled under its file name. A code object kept anywhere else (in a variable, a
+    list, a closure) could be put back on the reference while it is switched off, so the answer
+    that keeps it fails instead. Copying the source text under another file name is not found:
+    no grader can tell that from the learner's own code.
+    """
+    import gc
+
+    if not _root:
+        return []
+    root = _root[0]
+    wanted: dict[tuple[str, str], str] = {}
+    for target in targets:
+        if type(target) is list and len(target) == 3 and all(type(t) is str for t in target):
+            wanted[(target[0], target[1])] = target[2]
+    if not wanted:
+        return []
+    own = {id(f) for key in wanted for f in _functions.get(key, [])}
+    files: dict[str, str | None] = {}
+    for obj in gc.get_objects():
+        if type(obj) is not types.FunctionType or id(obj) in own:
+            continue
+        code = obj.__code__
+        if code.co_filename not in files:
+            path = os.path.realpath(code.co_filename)
+            files[code.co_filename] = os.path.relpath(path, root) if path.startswith(root + os.sep) else None
+        key = (files[code.co_filename], code.co_qualname)
+        if key in wanted and not _is_stub(code):
+            _functions.setdefault(key, []).append(obj)
+            own.add(id(obj))
+    labels = {id(f.__code__): label for key, label in wanted.items() for f in _functions.get(key, [])
+              if not _is_stub(f.__code__)}
+    codes = {id(f.__code__): f.__code__ for key in wanted for f in _functions.get(key, []) if id(f.__code__) in labels}
+    held = set()
+    for holder in gc.get_referrers(*codes.values()) if codes else []:
+        if id(holder) in own or isinstance(holder, (types.FrameType, types.GeneratorType, types.CoroutineType)):
+            continue
+        held.update(labels[id(r)] for r in gc.get_referents(holder) if id(r) in labels)
+    return sorted(held)
+
+
+def _instance_of(value, cls: type) -> bool:
+    try:
+        return type(value) is cls or isinstance(value, cls)
+    except Exception:  # noqa: BLE001 - a learner's __instancecheck__ may raise
+        return False
+
+
 def _namespace() -> dict:
     shell = sys.modules.get("IPython") and __import__("IPython").get_ipython()
     return shell.user_ns if shell is not None else vars(sys.modules["__main__"])
@@ -165,6 +226,8 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
 
     forbid: dict[str, list] = {}
     answers: dict[str, object] = {}
+    derived: dict[int, str] = {}  # codec id of an object an answered call handed out -> its answer
+    held: dict[str, list[str]] = {}  # answer name -> references whose code the learner keeps
 
     def begin(message: dict) -> dict:
         if type(message.get("forbid")) is dict:
@@ -180,18 +243,29 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         """The next test cell on this connection: the last one's objects are forgotten."""
         restore()
         answers.clear()
+        derived.clear()
+        held.clear()
         endpoint.codec.forget()
         return {"ok": True, "value": None}
 
     def answer_of(message: dict) -> str | None:
-        """The answer name a request works on: its function or class, or an instance of its class."""
+        """The answer name a request works on: its function or class, an instance of the class
+        (a subclass's too), a bound method of either, or anything an answered call handed out."""
+        ref = message.get("target") or {}
         try:
-            target = endpoint.codec.local(message.get("target") or {})
+            target = endpoint.codec.local(ref)
         except Exception:  # noqa: BLE001 - the endpoint reports a bad target itself
             return None
+        with contextlib.suppress(TypeError, ValueError):
+            if int(ref.get("id")) in derived:
+                return derived[int(ref.get("id"))]
+        owner = getattr(target, "__self__", None) if isinstance(target, types.MethodType) else None
         for name, value in answers.items():
-            if target is value or (isinstance(value, type) and type(target) is value):
-                return name
+            for candidate in (target, owner):
+                if candidate is None:
+                    continue
+                if candidate is value or (isinstance(value, type) and _instance_of(candidate, value)):
+                    return name
         return None
 
     def handle(message: dict) -> dict:
@@ -199,11 +273,29 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         name = answer_of(message) if message.get("op") in ("call", "getattr", "special") else None
         if name is None or not forbid.get(name):
             return endpoint.handle(message)
+        if name not in held:
+            held[name] = find_copies(forbid[name])
+        if held[name]:
+            return refused(f"your code keeps the code object of {held[name][0]}, ctxlab's own answer to the "
+                           "exercise being graded, to run it while it is switched off: write this step yourself")
         switched = disable(forbid[name])
+        first_new = endpoint.codec._last_id + 1
         try:
-            return endpoint.handle(message)
+            reply = endpoint.handle(message)
+            tampered = [function for function, _original in switched if not _is_stub(function.__code__)]
         finally:
             restore(switched)
+        # What this call handed out (a bound method, an object, a closure) is part of the answer,
+        # so the references stay off while it runs too.
+        for new_id in range(first_new, endpoint.codec._last_id + 1):
+            derived[new_id] = name
+        if tampered:
+            return refused(f"your code switched {tampered[0].__qualname__}, ctxlab's own answer to the exercise "
+                           "being graded, back on while it was tested: write this step yourself")
+        return reply
+
+    def refused(text: str) -> dict:
+        return {"ok": False, "error": endpoint.codec.error(ReferenceDisabled(text))}
 
     endpoint = Endpoint("learner", guarded=False, encoding_loader=_encoding, make_error=rebuild,
                         describe_error=lambda err: str(err),

@@ -1,11 +1,14 @@
 """Exceptions across the channel: raised on one side, re-raised as this side's own class.
 
-An exception travels as its type's name, the names of its classes (its MRO) and its message.
-The receiving side raises an instance of the first class in that MRO it knows by name: Python's
-built-in exceptions and ctxlab's errors. So ``except ctxlab.BudgetError`` in a test catches the
-learner's ``ctxlab.BudgetError`` (or a subclass of it the learner wrote), and a learner's
-``NotImplementedError`` is a ``NotImplementedError`` in the judge. A type known by no name
-becomes :class:`LearnerError`.
+An exception travels as its type's name, its classes (its MRO) and its message. A class in the
+MRO travels by its name only when it *is* one of the classes both sides know (Python's built-in
+exceptions, ctxlab's errors, the judge's own), checked by identity on the sending side
+(:func:`mro_names`); any other class travels as ``~module.qualname``, which never matches. The
+receiving side raises an instance of the first class in that MRO it knows. So ``except
+ctxlab.BudgetError`` in a test catches the learner's ``ctxlab.BudgetError`` (or a subclass of it
+the learner wrote), but not a class of the learner's own that is merely *called* ``BudgetError``;
+and a learner's ``NotImplementedError`` is a ``NotImplementedError`` in the judge. A type known
+by no name becomes :class:`LearnerError`.
 
 >>> err = rebuild({"type": "BudgetTooSmall", "mro": ["BudgetTooSmall", "ValueError", "Exception"],
 ...                "message": "need 900 tokens"})
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 
-__all__ = ["rebuild", "known_classes", "LearnerError", "ReferenceDisabled"]
+__all__ = ["rebuild", "mro_names", "known_classes", "LearnerError", "ReferenceDisabled"]
 
 _NOT_REBUILT = {"BaseException", "Exception", "object"}
 
@@ -48,6 +51,26 @@ def known_classes() -> dict[str, type]:
 
 
 _KNOWN: dict[str, type] = {}
+
+
+def mro_names(cls: type) -> list[str]:
+    """The names ``cls``'s MRO travels as: a known class by its name, any other as ``~module.qualname``.
+
+    >>> class BudgetError(ValueError): pass
+    >>> mro_names(BudgetError)[:2]
+    ['~autograder.judging.errors.BudgetError', 'ValueError']
+    """
+    if not _KNOWN:
+        _KNOWN.update(known_classes())
+    names = []
+    for c in cls.__mro__[:30]:
+        name = getattr(c, "__name__", "")
+        if type(name) is str and _KNOWN.get(name) is c:
+            names.append(name)
+        else:
+            module, qualname = getattr(c, "__module__", "?"), getattr(c, "__qualname__", name)
+            names.append(f"~{module}.{qualname}"[:200])
+    return names
 
 
 def rebuild(data: dict) -> BaseException:

@@ -42,6 +42,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from .errors import mro_names
+
 __all__ = ["Codec", "Peer", "ChannelError", "RemoteError", "MAX_MESSAGE", "MAX_DEPTH"]
 
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -147,7 +149,7 @@ class Codec:
         return self.ref(value)
 
     def error(self, err: BaseException) -> dict:
-        mro = [c.__name__ for c in type(err).__mro__][:30]
+        mro = mro_names(type(err))
         return {"$": "error", "type": type(err).__name__[:200], "mro": mro,
                 "module": type(err).__module__[:200], "message": self.describe_error(err)[:4000]}
 
