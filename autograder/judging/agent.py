@@ -276,7 +276,7 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         if name not in held:
             held[name] = find_copies(forbid[name])
         if held[name]:
-            return refused(f"your code keeps the code object of {held[name][0]}, ctxlab's own answer to the "
+            return refused(f"your code keeps the code object of {held[name][0]}, which is ctxlab's own answer to the "
                            "exercise being graded, to run it while it is switched off: write this step yourself")
         switched = disable(forbid[name])
         first_new = endpoint.codec._last_id + 1
@@ -290,7 +290,7 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         for new_id in range(first_new, endpoint.codec._last_id + 1):
             derived[new_id] = name
         if tampered:
-            return refused(f"your code switched {tampered[0].__qualname__}, ctxlab's own answer to the exercise "
+            return refused(f"your code switched {tampered[0].__qualname__}, which is ctxlab's own answer to the exercise "
                            "being graded, back on while it was tested: write this step yourself")
         return reply
 
