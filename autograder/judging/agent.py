@@ -144,50 +144,71 @@ def restore(entries: list | None = None) -> None:
             _swapped.remove((function, original))
 
 
-def find_copies(targets: list) -> list[str]:
+def find_copies(targets: list, namespace: dict) -> list[str]:
     """Index the learner's copies of the functions ``targets`` name, so :func:`disable` switches
-    them off too; return the labels of those whose code object something else still holds.
+    them off too; return the labels of those whose code object the learner's code keeps.
 
-    A copy is a function object that is not ctxlab's own but runs code compiled from a ctxlab
-    file: one built from a reference's ``__code__`` (``types.FunctionType(ctxlab.fit.__code__,
-    ...)``) or compiled under its file name. A code object kept anywhere else (in a variable, a
-    list, a closure) could be put back on the reference while it is switched off, so the answer
-    that keeps it fails instead. Copying the source text under another file name is not found:
-    no grader can tell that from the learner's own code.
+    Both are looked for in what the notebook's variables reach (:func:`_reachable`): a copy is
+    a function object that is not ctxlab's own but runs a reference's own code object
+    (``types.FunctionType(ctxlab.fit.__code__, ...)``); a code object kept in a variable, a
+    container, a closure or a default could be put back on the reference while it is switched
+    off, so the answer that keeps it fails instead. Copying the source text is not found: no
+    grader can tell that from the learner's own code.
     """
-    import gc
-
-    if not _root:
-        return []
-    root = _root[0]
     wanted: dict[tuple[str, str], str] = {}
     for target in targets:
         if type(target) is list and len(target) == 3 and all(type(t) is str for t in target):
             wanted[(target[0], target[1])] = target[2]
-    if not wanted:
+    originals = {id(f.__code__): (key, label) for key, label in wanted.items() for f in _functions.get(key, [])
+                 if not _is_stub(f.__code__)}
+    if not originals:
         return []
     own = {id(f) for key in wanted for f in _functions.get(key, [])}
-    files: dict[str, str | None] = {}
-    for obj in gc.get_objects():
-        if type(obj) is not types.FunctionType or id(obj) in own:
-            continue
-        code = obj.__code__
-        if code.co_filename not in files:
-            path = os.path.realpath(code.co_filename)
-            files[code.co_filename] = os.path.relpath(path, root) if path.startswith(root + os.sep) else None
-        key = (files[code.co_filename], code.co_qualname)
-        if key in wanted and not _is_stub(code):
-            _functions.setdefault(key, []).append(obj)
-            own.add(id(obj))
-    labels = {id(f.__code__): label for key, label in wanted.items() for f in _functions.get(key, [])
-              if not _is_stub(f.__code__)}
-    codes = {id(f.__code__): f.__code__ for key in wanted for f in _functions.get(key, []) if id(f.__code__) in labels}
     held = set()
-    for holder in gc.get_referrers(*codes.values()) if codes else []:
-        if id(holder) in own or isinstance(holder, (types.FrameType, types.GeneratorType, types.CoroutineType)):
-            continue
-        held.update(labels[id(r)] for r in gc.get_referents(holder) if id(r) in labels)
+    for value in _reachable(namespace):
+        if type(value) is types.FunctionType and id(value) not in own and id(value.__code__) in originals:
+            _functions.setdefault(originals[id(value.__code__)][0], []).append(value)
+            own.add(id(value))
+        elif type(value) is types.CodeType and id(value) in originals:
+            held.add(originals[id(value)][1])
     return sorted(held)
+
+
+def _reachable(namespace: dict, limit: int = 20_000):
+    """What the learner's variables reach, breadth first, at most ``limit`` objects: containers'
+    items; the closures, defaults and attributes of the learner's functions; the attributes of
+    the learner's classes and their instances; bound methods and partials. Modules and other
+    libraries' functions and classes are not entered (ctxlab's own are the references)."""
+    main = namespace.get("__name__", "__main__")
+    queue, seen = list(namespace.values()), set()
+    while queue and len(seen) < limit:
+        value = queue.pop()
+        if id(value) in seen or isinstance(value, types.ModuleType):
+            continue
+        seen.add(id(value))
+        yield value
+        kind = type(value)
+        if kind in (dict, types.MappingProxyType):
+            queue.extend(value.values())
+        elif kind in (list, tuple, set, frozenset):
+            queue.extend(value)
+        elif kind is types.CellType:
+            with contextlib.suppress(ValueError):
+                queue.append(value.cell_contents)
+        elif kind is types.MethodType:
+            queue += [value.__func__, value.__self__]
+        elif kind is functools.partial:
+            queue += [value.func, value.args, value.keywords]
+        elif kind is types.FunctionType:
+            if value.__globals__ is namespace or getattr(value, "__module__", None) == main:
+                queue += [value.__closure__ or (), value.__defaults__ or (), value.__kwdefaults__ or {},
+                          vars(value)]
+        elif isinstance(value, type):
+            if value.__module__ == main:
+                queue.append(dict(vars(value)))
+        elif type(value).__module__ == main:
+            with contextlib.suppress(TypeError):
+                queue.append(vars(value))
 
 
 def _instance_of(value, cls: type) -> bool:
@@ -274,7 +295,7 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         if name is None or not forbid.get(name):
             return endpoint.handle(message)
         if name not in held:
-            held[name] = find_copies(forbid[name])
+            held[name] = find_copies(forbid[name], namespace)
         if held[name]:
             return refused(f"your code keeps the code object of {held[name][0]}, which is ctxlab's own answer to the "
                            "exercise being graded, to run it while it is switched off: write this step yourself")
