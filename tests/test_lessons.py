@@ -11,10 +11,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from support.pipeline import REPO, load_wrong_answers, offline_env
+from support.pipeline import REPO, load_attacks, load_wrong_answers, offline_env
 
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
 WRONG = [(lesson, w.name) for lesson in LESSONS for w in load_wrong_answers(lesson)]
+ATTACKS = [(lesson, a.name) for lesson in LESSONS for a in load_attacks(lesson)]
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
@@ -164,6 +165,20 @@ def test_wrong_answer_fails_its_named_test(lesson, wrong, graded_lesson):
             f"{lesson}: {test_id!r} fails {wrong!r} with {error.get('ename')}: {error.get('evalue')!r}; "
             "a failing test should explain itself with an AssertionError that says what to change"
         )
+    assert 0 < result.score < result.max_score, "the rest of the notebook should still be graded"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson, attack", ATTACKS, ids=[f"{lesson}:{attack}" for lesson, attack in ATTACKS])
+def test_an_answer_that_reaches_ctxlabs_own_code_gets_no_points_for_it(lesson, attack, graded_lesson):
+    """A private helper, a subclass, a copy of the reference's code object: the exercise's tests
+    fail (the switch-off names what happened) and the rest of the notebook is still graded."""
+    graded = graded_lesson(lesson)
+    (spec,) = [a for a in graded.attacks if a.name == attack]
+    result = graded.results[f"attack-{attack}"]
+    for test_id in spec.fails:
+        assert test_id in result.cells, f"{lesson}: no test cell named {test_id!r}"
+        assert result.cells[test_id] == 0, f"{lesson}: attack {attack!r} passes {test_id!r}"
     assert 0 < result.score < result.max_score, "the rest of the notebook should still be graded"
 
 

@@ -4,7 +4,9 @@ Students graded per lesson:
   ``solution``      every answer cell filled with the reference solution;
   ``blank``         the learner notebook exactly as released;
   ``wrong-<name>``  the solution with one answer cell replaced by a known wrong answer
-                    (from ``tests/wrong_answers/<lesson>.py``).
+                    (``WRONG_ANSWERS`` in ``tests/wrong_answers/<lesson>.py``);
+  ``attack-<name>`` the solution with one answer cell replaced by an answer that reaches
+                    ctxlab's own code for the exercise (``ATTACKS`` in the same file).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class GradedLesson:
     results: dict[str, Result]
     wrong_answers: list[WrongAnswer]
     autograde_log: str
+    attacks: list[WrongAnswer] = field(default_factory=list)
 
 
 def offline_env() -> dict[str, str]:
@@ -76,6 +79,19 @@ def load_wrong_answers(lesson: str) -> list[WrongAnswer]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return [WrongAnswer(**w) for w in module.WRONG_ANSWERS]
+
+
+def load_attacks(lesson: str) -> list[WrongAnswer]:
+    """Answers that hand an exercise to ctxlab's own code by a way around the reference switch-off
+    (a private helper, a subclass, a copy of the code object): each must lose the named tests'
+    points, whatever the error."""
+    path = REPO / "tests" / "wrong_answers" / f"{lesson.replace('-', '_')}.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"attacks_{lesson}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [WrongAnswer(**w) for w in getattr(module, "ATTACKS", [])]
 
 
 def copy_course(dest: Path) -> Path:
@@ -187,6 +203,10 @@ def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[Wro
         if wrong.cell not in answers:
             raise ValueError(f"wrong answer {wrong.name!r} names {wrong.cell!r}, not an answer cell of {lesson}")
         students[f"wrong-{wrong.name}"] = fill(released, {**answers, wrong.cell: wrong.source})
+    for attack in load_attacks(lesson):
+        if attack.cell not in answers:
+            raise ValueError(f"attack {attack.name!r} names {attack.cell!r}, not an answer cell of {lesson}")
+        students[f"attack-{attack.name}"] = fill(released, {**answers, attack.cell: attack.source})
     return source_nb.name, students, wrong_answers
 
 
@@ -215,7 +235,7 @@ def grade_lesson(lesson: str, workdir: Path, *, engine: str = "judge") -> Graded
             submit(root, student, lesson, name, notebook)
         log = nbgrader(root, "autograde", lesson, "--force", check=False)
         results = read_results(root, lesson, notebook_id, list(students))
-        return GradedLesson(lesson, root, name, results, wrong_answers, log.stderr)
+        return GradedLesson(lesson, root, name, results, wrong_answers, log.stderr, load_attacks(lesson))
     submissions, out = workdir / "submissions", workdir / "grading-output"
     for student, notebook in students.items():
         folder = submissions / student / lesson
@@ -245,4 +265,4 @@ def grade_lesson(lesson: str, workdir: Path, *, engine: str = "judge") -> Graded
         result.errors = {t["grade_id"]: t.get("error") for t in graded["tests"]}
         result.skipped_cells = int(graded.get("skipped_cells", 0))
         results[student] = result
-    return GradedLesson(lesson, root, name, results, wrong_answers, run.stderr)
+    return GradedLesson(lesson, root, name, results, wrong_answers, run.stderr, load_attacks(lesson))

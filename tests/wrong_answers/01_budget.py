@@ -302,3 +302,292 @@ RULES += [
     dict(rule="Q3: characters per token vary by kind of text", test="q3-check", wrong="thinks-the-tokenizer-is-faster-than-len"),
     dict(rule="Q3: characters per token vary by kind of text", test="q3-check", wrong="thinks-the-api-checks-the-count"),
 ]
+
+# Edge cases of the stated rules: each wrong answer passes every other test of its exercise.
+WRONG_ANSWERS += [
+    # count_chat
+    dict(name="tokenizes-with-encode", cell="count-chat",
+         source=count_chat().replace("enc.encode_ordinary(", "enc.encode("),
+         fails=["count-chat-every-string-field"]),
+    dict(name="counts-only-known-fields", cell="count-chat", source='''
+def count_chat(messages, enc=None):
+    if enc is None:
+        enc = ctxlab.encoding()
+    tok = lambda t: len(enc.encode_ordinary(t))
+    total = 3
+    for message in messages:
+        total += 3
+        for key in ("role", "content", "name", "tool_call_id"):
+            if message.get(key) is not None:
+                total += tok(message[key])
+        if message.get("name") is not None:
+            total += 1
+        for call in message.get("tool_calls") or []:
+            total += 3 + tok(call["function"]["name"]) + tok(call["function"]["arguments"])
+    return total
+''', fails=["count-chat-every-string-field"]),
+    dict(name="a-none-name-costs-one", cell="count-chat", source='''
+def count_chat(messages, enc=None):
+    if enc is None:
+        enc = ctxlab.encoding()
+    total = 3
+    for message in messages:
+        total += 3
+        if "name" in message:
+            total += 1
+        for key, value in message.items():
+            if key in ("step", "pinned") or value is None:
+                continue
+            if key == "tool_calls":
+                for call in value:
+                    total += 3 + len(enc.encode_ordinary(call["function"]["name"])) + len(enc.encode_ordinary(call["function"]["arguments"]))
+            else:
+                total += len(enc.encode_ordinary(value))
+    return total
+''', fails=["count-chat-name"]),
+    dict(name="removes-the-course-keys-from-the-input", cell="count-chat", source='''
+def count_chat(messages, enc=None):
+    if enc is None:
+        enc = ctxlab.encoding()
+    total = 3
+    for message in messages:
+        message.pop("step", None)
+        message.pop("pinned", None)
+        total += 3
+        for key, value in message.items():
+            if value is None:
+                continue
+            if key == "tool_calls":
+                for call in value:
+                    total += 3 + len(enc.encode_ordinary(call["function"]["name"])) + len(enc.encode_ordinary(call["function"]["arguments"]))
+            else:
+                total += len(enc.encode_ordinary(value))
+                if key == "name":
+                    total += 1
+    return total
+''', fails=["count-chat-course-keys"]),
+    dict(name="tool-calls-ignore-the-given-encoding", cell="count-chat",
+         source=count_chat(tool_calls="""for call in value:
+                    total += 3 + ctxlab.count_text(call["function"]["name"]) + ctxlab.count_text(call["function"]["arguments"])"""),
+         fails=["count-chat-uses-given-encoding"]),
+    dict(name="calls-ctxlabs-private-formula", cell="count-chat", source='''
+import importlib
+def count_chat(messages, enc=None):
+    enc = enc or ctxlab.encoding()
+    helper = getattr(importlib.import_module("ctxlab.tokens"), "_message_tokens")
+    return 3 + sum(helper(m, lambda t: len(enc.encode_ordinary(t)), i) for i, m in enumerate(messages))
+''', fails=["count-chat-visible", "count-chat-transcripts"]),
+    # billed_input
+    dict(name="skips-a-call-at-index-zero", cell="billed-input", source='''
+def billed_input(messages, tools=None):
+    fixed = 3 + ctxlab.count_tools(tools)
+    total = 0
+    running = 0
+    for i in range(1, len(messages)):
+        running += ctxlab.count_message(messages[i - 1])
+        if messages[i]["role"] == "assistant":
+            total += fixed + running
+    return total
+''', fails=["billed-input-prompt-before-the-call"]),
+    dict(name="counts-repeated-messages-once", cell="billed-input", source='''
+import json as _json
+def billed_input(messages, tools=None):
+    running = 3 + ctxlab.count_tools(tools)
+    seen = set()
+    total = 0
+    for message in messages:
+        if message["role"] == "assistant":
+            total += running
+        key = _json.dumps({k: v for k, v in message.items() if k != "step"}, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            running += ctxlab.count_message(message)
+    return total
+''', fails=["billed-input-prompt-before-the-call"]),
+    dict(name="finds-each-call-with-list-index", cell="billed-input", source='''
+def billed_input(messages, tools=None):
+    schemas = ctxlab.count_tools(tools)
+    total = 0
+    for m in messages:
+        if m["role"] == "assistant":
+            i = messages.index(m)
+            total += 3 + schemas + sum(ctxlab.count_message(x) for x in messages[:i])
+    return total
+''', fails=["billed-input-prompt-before-the-call"]),
+    dict(name="bills-consecutive-assistant-messages-once", cell="billed-input",
+         source=billed(start="3 + ctxlab.count_tools(tools)\n    previous = None", bill="""if message["role"] == "assistant" and previous != "assistant":
+            total += running
+        running += ctxlab.count_message(message)
+        previous = message["role"]"""),
+         fails=["billed-input-only-assistant-calls"]),
+    dict(name="bills-one-call-per-step", cell="billed-input",
+         source=billed(start="3 + ctxlab.count_tools(tools)\n    billed_steps = set()", bill="""step = message.get("step", id(message))
+        if message["role"] == "assistant" and step not in billed_steps:
+            billed_steps.add(step)
+            total += running
+        running += ctxlab.count_message(message)"""),
+         fails=["billed-input-only-assistant-calls"]),
+    dict(name="bills-with-ctxlab-replay", cell="billed-input", source='''
+def billed_input(messages, tools=None):
+    run = ctxlab.replay(list(messages), lambda history, **kw: history,
+                        budget=ctxlab.ContextBudget(window=10**9, reserve_output=0), tools=tools)
+    return run.laps[-1].billed if run.laps else 0
+''', fails=["billed-input-visible", "billed-input-every-call"]),
+    # ContextBudget.history_allowance
+    dict(name="a-zero-cap-means-no-cap", cell="context-budget",
+         source=budget(over_cap="self.scratchpad_max and scratchpad_tokens > self.scratchpad_max"),
+         fails=["budget-caps-scratchpad"]),
+    dict(name="error-numbers-under-the-wrong-names", cell="context-budget",
+         source=budget(message='f"nothing left: window {self.reserve_output}, reserved output {self.window}, "\n'
+                               '                f"fixed prefix {scratchpad_tokens}, scratchpad {fixed_tokens}"'),
+         fails=["budget-error-gives-numbers"]),
+]
+RULES += [
+    dict(rule="text is tokenized with encode_ordinary: special-token text such as <|endoftext|> is plain text",
+         test="count-chat-every-string-field", wrong="tokenizes-with-encode"),
+    dict(rule="every string field is counted, not a fixed list of keys (refusal too)",
+         test="count-chat-every-string-field", wrong="counts-only-known-fields"),
+    dict(rule="a name of None counts nothing, not even the extra token", test="count-chat-name",
+         wrong="a-none-name-costs-one"),
+    dict(rule="the messages given are left unchanged (the course keys are skipped, not removed)",
+         test="count-chat-course-keys", wrong="removes-the-course-keys-from-the-input"),
+    dict(rule="tool calls are tokenized with the enc given too", test="count-chat-uses-given-encoding",
+         wrong="tool-calls-ignore-the-given-encoding"),
+    dict(rule="count_chat counts by itself: ctxlab's counting, its private per-message formula included, "
+              "is off while it is graded", test="count-chat-visible", wrong="calls-ctxlabs-private-formula"),
+    dict(rule="an assistant message at index 0 is a call too, with an empty prompt",
+         test="billed-input-prompt-before-the-call", wrong="skips-a-call-at-index-zero"),
+    dict(rule="a repeated message is counted in every later prompt, each time it appears",
+         test="billed-input-prompt-before-the-call", wrong="counts-repeated-messages-once"),
+    dict(rule="a repeated assistant message is billed with the prompt before its own position",
+         test="billed-input-prompt-before-the-call", wrong="finds-each-call-with-list-index"),
+    dict(rule="two assistant messages in a row are two calls", test="billed-input-only-assistant-calls",
+         wrong="bills-consecutive-assistant-messages-once"),
+    dict(rule="two assistant messages in one lap (step) are two calls", test="billed-input-only-assistant-calls",
+         wrong="bills-one-call-per-step"),
+    dict(rule="billed_input sums the prompts by itself: ctxlab.replay is off while it is graded",
+         test="billed-input-visible", wrong="bills-with-ctxlab-replay"),
+    dict(rule="a scratchpad cap of 0 allows no scratchpad (0 is not \"no cap\")", test="budget-caps-scratchpad",
+         wrong="a-zero-cap-means-no-cap"),
+    dict(rule="each number in the impossible-budget error follows its own name", test="budget-error-gives-numbers",
+         wrong="error-numbers-under-the-wrong-names"),
+]
+
+WRONG_ANSWERS += [
+    dict(name='own-budgeterror-class', cell='context-budget', source='''
+class BudgetError(ValueError):
+    pass
+
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ContextBudget:
+    window: int = 128_000
+    reserve_output: int = 4_000
+    scratchpad_max: int = 6_000
+
+    def history_allowance(self, fixed_tokens, scratchpad_tokens):
+        if scratchpad_tokens > self.scratchpad_max:
+            raise BudgetError(f"scratchpad {scratchpad_tokens} over cap {self.scratchpad_max}")
+        allowance = self.window - self.reserve_output - fixed_tokens - scratchpad_tokens
+        if allowance <= 0:
+            raise BudgetError(f"window {self.window} reserved output {self.reserve_output} "
+                              f"fixed prefix {fixed_tokens} scratchpad {scratchpad_tokens}: {allowance}")
+        return allowance
+''', fails=['budget-caps-scratchpad', 'budget-refuses-impossible']),
+]
+RULES += [
+    dict(rule="the errors are ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name", test='budget-caps-scratchpad', wrong='own-budgeterror-class'),
+]
+
+
+# Answers that hand the exercise to ctxlab's own code by a way around the switch-off: each must
+# lose the named tests' points, whatever the error (tests/test_lessons.py).
+ATTACKS = [
+]
+ATTACKS += [
+    dict(name='copies-the-code-object', cell='context-budget', source='''
+import types
+_ref = ctxlab.ContextBudget.history_allowance
+from dataclasses import dataclass
+
+
+@dataclass
+class ContextBudget:
+    window: int = 128_000
+    reserve_output: int = 4_000
+    scratchpad_max: int = 6_000
+
+    history_allowance = types.FunctionType(_ref.__code__, _ref.__globals__, "history_allowance")
+''', fails=['budget-visible', 'budget-reserves-output']),
+]
+ATTACKS += [
+    dict(name='delegates-to-ctxlabs-budget-in-a-method', cell='context-budget', source='''
+from dataclasses import dataclass
+
+
+@dataclass
+class ContextBudget:
+    window: int = 128_000
+    reserve_output: int = 4_000
+    scratchpad_max: int = 6_000
+
+    def history_allowance(self, fixed_tokens, scratchpad_tokens):
+        return ctxlab.ContextBudget(window=self.window, reserve_output=self.reserve_output,
+                                    scratchpad_max=self.scratchpad_max).history_allowance(fixed_tokens, scratchpad_tokens)
+''', fails=['budget-visible', 'budget-reserves-output']),
+]
+ATTACKS += [
+    dict(name='renames-an-exception-budgeterror', cell='context-budget', source='''
+class _Fake(Exception):
+    pass
+_Fake.__name__ = "BudgetError"
+from dataclasses import dataclass
+
+
+@dataclass
+class ContextBudget:
+    window: int = 128_000
+    reserve_output: int = 4_000
+    scratchpad_max: int = 6_000
+
+    def history_allowance(self, fixed_tokens, scratchpad_tokens):
+        if scratchpad_tokens > self.scratchpad_max:
+            raise _Fake("over cap")
+        allowance = self.window - self.reserve_output - fixed_tokens - scratchpad_tokens
+        if allowance <= 0:
+            raise _Fake(f"{self.window} {self.reserve_output} {fixed_tokens} {scratchpad_tokens}")
+        return allowance
+''', fails=['budget-caps-scratchpad', 'budget-refuses-impossible']),
+]
+ATTACKS += [
+    dict(name='inherits-ctxlabs-method', cell='context-budget', source='''
+class ContextBudget(ctxlab.ContextBudget):
+    pass
+''', fails=['budget-visible', 'budget-reserves-output']),
+]
+ATTACKS += [
+    dict(name='puts-the-saved-code-back', cell='billed-input', source='''
+_saved = ctxlab.context_per_lap.__code__
+def billed_input(messages, tools=None):
+    f = ctxlab.context_per_lap
+    off = f.__code__
+    f.__code__ = _saved
+    try:
+        return sum(f(messages, tools))
+    finally:
+        f.__code__ = off
+''', fails=['billed-input-visible', 'billed-input-every-call']),
+]
+ATTACKS += [
+    dict(name='count-chat-copies-the-code-object', cell='count-chat', source='''
+import types
+_ref = ctxlab.count_messages
+_copy = types.FunctionType(_ref.__code__, _ref.__globals__, "copy", _ref.__defaults__, _ref.__closure__)
+_copy.__kwdefaults__ = _ref.__kwdefaults__
+def count_chat(messages, enc=None):
+    return _copy(messages, enc)
+''', fails=['count-chat-visible', 'count-chat-transcripts']),
+]
