@@ -75,6 +75,34 @@ def test_compress_refuses_a_cap_too_small_for_its_note(max_chars):
         ctxlab.compress("x" * 1_000, max_chars)
 
 
+def test_a_cap_below_the_minimum_is_refused_with_both_numbers_not_exceeded():
+    """A cap smaller than the cut note cannot be kept; it is refused, never silently overrun."""
+    with pytest.raises(ValueError) as refused:
+        ctxlab.compress("x" * 200, 10)
+    assert f">= {MIN_CHARS}" in str(refused.value) and "got 10" in str(refused.value)
+    with pytest.raises(ValueError, match=f">= {MIN_CHARS}"):
+        ctxlab.compress_history(history(3), 9, max_chars=10)
+
+
+@pytest.mark.parametrize("size", [2 * MIN_CHARS, 1_000, 100_000, 2_000_000])
+def test_the_smallest_accepted_cap_holds_for_long_text_and_data(size):
+    for result in ("x" * size, "line\n" * (size // 5), "\n" * size, list(range(size // 5)), {"body": "b" * size}):
+        out = ctxlab.compress(result, MIN_CHARS)
+        assert len(out) <= MIN_CHARS
+        assert "cut" in out
+
+
+lines_of_text = st.lists(st.text(max_size=120), max_size=300).map("\n".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=lines_of_text, max_chars=st.integers(min_value=MIN_CHARS, max_value=5_000))
+def test_text_cut_at_line_ends_never_exceeds_max_chars(text, max_chars):
+    out = ctxlab.compress(text, max_chars)
+    assert len(out) <= max_chars
+    assert out == text if len(text) <= max_chars else "cut" in out
+
+
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=300)),
     lambda inner: st.lists(inner, max_size=30) | st.dictionaries(st.text(max_size=12), inner, max_size=12),

@@ -101,6 +101,13 @@ RETURN = 'return {"role": "user", "content": "\\n\\n".join(parts)}'
 FAILED_PART = '''    if pad.failed:
         parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
 '''
+DUE = '''    due = any(
+        event["kind"] in ("trim", "summarise", "summary_failed")
+        and event["tokens_before"] > 0
+        and event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]
+        for event in events
+    )
+'''
 
 
 def changed(source: str, *edits: tuple[str, str]) -> str:
@@ -319,6 +326,63 @@ def render_bounded(pad, max_tokens):
          **replan((RETURN, 'return "\\n\\n".join(parts)'))),
     dict(name="replan-as-a-system-message", fails=["replan-after-visible", "replan-after-user-message"],
          **replan(('{"role": "user"', '{"role": "system"'))),
+    # Scratchpad.render: repeats, falsy values, added order, read only
+    dict(name="drops-repeated-items", fails=["scratchpad-render-item-lines"],
+         **render(("for item in self.done]", "for item in dict.fromkeys(self.done)]"),
+                  ("for item in self.remaining]", "for item in dict.fromkeys(self.remaining)]"),
+                  ("for item in self.open_questions]", "for item in dict.fromkeys(self.open_questions)]"))),
+    dict(name="skips-falsy-values", fails=["scratchpad-render-shows-facts"],
+         **render(("for k, v in self.facts.items()]", "for k, v in self.facts.items() if v]"),
+                  ("for item in self.done]", "for item in self.done if item]"),
+                  ("for item in self.remaining]", "for item in self.remaining if item]"),
+                  ("for k, v in self.failed.items()]", "for k, v in self.failed.items() if v]"),
+                  ("for item in self.open_questions]", "for item in self.open_questions if item]"))),
+    dict(name="sorts-facts-and-failures", fails=["scratchpad-render-item-order"],
+         **render(("for k, v in self.facts.items()]", "for k, v in sorted(self.facts.items())]"),
+                  ("for k, v in self.failed.items()]", "for k, v in sorted(self.failed.items())]"))),
+    dict(name="render-empties-done", fails=["scratchpad-render-leaves-pad-unchanged"],
+         **render(('parts = [f"GOAL: {self.goal}"]\n',
+                   'parts = [f"GOAL: {self.goal}"]\n        done = []\n        while self.done:\n'
+                   '            done.append(f"- {self.done.pop(0)}")\n'),
+                  ('("DONE", [f"- {item}" for item in self.done])', '("DONE", done)'))),
+    # update_scratchpad: the key as given, the first reason, empty results, JSON text, one key cleared
+    dict(name="re-serialises-the-arguments", fails=["update-scratchpad-key-has-arguments"],
+         **update(("    key = f\"{call['function']['name']} {call['function']['arguments']}\"\n",
+                   "    args = call['function']['arguments']\n"
+                   "    try:\n        args = json.dumps(json.loads(args))\n"
+                   "    except (TypeError, json.JSONDecodeError):\n        pass\n"
+                   "    key = f\"{call['function']['name']} {args}\"\n"))),
+    dict(name="newest-reason-replaces-the-first", fails=["update-scratchpad-failure-once"],
+         **update(("pad.failed.setdefault(key, reason)", "pad.failed[key] = reason"))),
+    dict(name="blank-result-crashes", fails=["update-scratchpad-non-dict-results"],
+         **update(('first_line = next((line for line in text.splitlines() if line.strip()), "")',
+                   "first_line = [line for line in text.splitlines() if line.strip()][0]"))),
+    dict(name="re-serialises-json-text", fails=["update-scratchpad-dict-success-as-json"],
+         **update(("text = result if isinstance(result, str) else json.dumps(result)",
+                   "text = data if isinstance(data, str) else json.dumps(data)"))),
+    dict(name="success-clears-every-failure-of-the-tool", fails=["update-scratchpad-success-clears-failure"],
+         **update(("    pad.failed.pop(key, None)\n",
+                   "    for old in [k for k in pad.failed if k.split(\" \", 1)[0] == call['function']['name']]:\n"
+                   "        del pad.failed[old]\n"))),
+    # render_bounded: the cap inside the shedding loop
+    dict(name="stops-only-under-the-cap", fails=["render-bounded-sheds-no-more-than-needed"],
+         **bounded(("if ctxlab.count_text(text) <= max_tokens:", "if ctxlab.count_text(text) < max_tokens:"),
+                   ("    needed = ctxlab.count_text(work.render())\n    " + IMPOSSIBLE,
+                    "    needed = ctxlab.count_text(work.render())\n    if needed <= max_tokens:\n"
+                    "        return work.render()\n    " + IMPOSSIBLE))),
+    # replan_after: each event on its own, a growth is no cut, the three documented keys
+    dict(name="adds-the-laps-events-together", fails=["replan-after-looks-at-every-event"],
+         **replan((DUE, '''    cutting = [e for e in events if e["kind"] in ("trim", "summarise", "summary_failed")]
+    before = sum(e["tokens_before"] for e in cutting)
+    due = before > 0 and sum(e["tokens_before"] - e["tokens_after"] for e in cutting) >= min_share * before
+'''))),
+    dict(name="looks-only-at-the-last-cut", fails=["replan-after-looks-at-every-event"],
+         **replan(("for event in events\n",
+                   'for event in [e for e in events if e["kind"] in ("trim", "summarise", "summary_failed")][-1:]\n'))),
+    dict(name="growth-counts-as-a-cut", fails=["replan-after-small-change-is-none"],
+         **replan((SHARE, 'abs(event["tokens_before"] - event["tokens_after"]) >= min_share * event["tokens_before"]'))),
+    dict(name="reads-the-saved-key", fails=["replan-after-share-of-tokens-before"],
+         **replan((SHARE, 'event["saved"] >= min_share * event["tokens_before"]'))),
     # concept checks
     dict(name="thinks-the-api-wants-user-last", cell="q1-answer", source='q1 = "a"', fails=["q1-check"]),
     dict(name="thinks-the-model-cannot-see-results", cell="q2-answer", source='q2 = "b"', fails=["q2-check"]),
@@ -454,6 +518,36 @@ RULES = [
          wrong="replan-returns-the-text"),
     dict(rule="the message has role user", test="replan-after-user-message", wrong="replan-as-a-system-message"),
     dict(rule="the worked example renders exactly", test="replan-after-visible", wrong="plan-newest-step-first"),
+    # Scratchpad.render: repeats, falsy values, added order, read only
+    dict(rule="a repeated item gives a repeated line", test="scratchpad-render-item-lines", wrong="drops-repeated-items"),
+    dict(rule="an empty or zero value still shows", test="scratchpad-render-shows-facts", wrong="skips-falsy-values"),
+    dict(rule="facts and failures keep the order they were added (not sorted)", test="scratchpad-render-item-order",
+         wrong="sorts-facts-and-failures"),
+    dict(rule="render only reads the pad: a second render gives the same text",
+         test="scratchpad-render-leaves-pad-unchanged", wrong="render-empties-done"),
+    # update_scratchpad: the key as given, the first reason, empty results, JSON text, one key cleared
+    dict(rule="the key uses the arguments string as given, not re-serialised", test="update-scratchpad-key-has-arguments",
+         wrong="re-serialises-the-arguments"),
+    dict(rule="a repeated failure keeps the reason of its first failure", test="update-scratchpad-failure-once",
+         wrong="newest-reason-replaces-the-first"),
+    dict(rule="an empty or blank result is a success with nothing after ' -> '", test="update-scratchpad-non-dict-results",
+         wrong="blank-result-crashes"),
+    dict(rule="a JSON text success shows its own first non-blank line", test="update-scratchpad-dict-success-as-json",
+         wrong="re-serialises-json-text"),
+    dict(rule="a success clears only its own key: the same tool with other arguments keeps its line",
+         test="update-scratchpad-success-clears-failure", wrong="success-clears-every-failure-of-the-tool"),
+    # render_bounded
+    dict(rule="shedding stops as soon as the text fits, at exactly the cap too",
+         test="render-bounded-sheds-no-more-than-needed", wrong="stops-only-under-the-cap"),
+    # replan_after
+    dict(rule="each event is judged on its own share, not added to the others", test="replan-after-looks-at-every-event",
+         wrong="adds-the-laps-events-together"),
+    dict(rule="a big cut is due even when a small one comes after it", test="replan-after-looks-at-every-event",
+         wrong="looks-only-at-the-last-cut"),
+    dict(rule="an event that grew the context took nothing out", test="replan-after-small-change-is-none",
+         wrong="growth-counts-as-a-cut"),
+    dict(rule="the cut comes from tokens_before and tokens_after alone", test="replan-after-share-of-tokens-before",
+         wrong="reads-the-saved-key"),
     # concept checks
     dict(rule="Q1: the scratchpad goes last for attention, after the cacheable prefix", test="q1-check",
          wrong="thinks-the-api-wants-user-last"),
@@ -483,4 +577,116 @@ RULES += [
     dict(rule="Q2: code records failures deterministically", test="q2-check", wrong="thinks-the-model-may-not-write-the-pad"),
     dict(rule="Q3: shed by priority, keep goal and failures", test="q3-check", wrong="raises-the-cap-instead"),
     dict(rule="Q3: shed by priority, keep goal and failures", test="q3-check", wrong="thinks-the-first-message-holds-the-goal"),
+]
+
+WRONG_ANSWERS += [
+    dict(name='own-budgeterror-class', cell='render-bounded', source='''
+import copy
+
+
+class BudgetError(Exception):
+    pass
+
+
+def render_bounded(pad, max_tokens):
+    if ctxlab.count_text(pad.render()) <= max_tokens:
+        return pad.render()
+    work = copy.deepcopy(pad)
+    steps = [(work.done, 0), (work.open_questions, 0), (work.facts, 0), (work.remaining, -1)]
+    for section, position in steps:
+        while section:
+            if isinstance(section, dict):
+                del section[next(iter(section))]
+            else:
+                section.pop(position)
+            text = work.render()
+            if ctxlab.count_text(text) <= max_tokens:
+                return text
+    needed = ctxlab.count_text(work.render())
+    raise BudgetError(f"the goal and the failures alone take {needed} tokens, over the cap of {max_tokens}")
+''', fails=['render-bounded-refuses-impossible', 'render-bounded-error-gives-numbers']),
+]
+RULES += [
+    dict(rule="the refusal is ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name", test='render-bounded-refuses-impossible', wrong='own-budgeterror-class'),
+]
+
+
+# Answers that hand the exercise to ctxlab's own code by a way around the switch-off: each must
+# lose the named tests' points, whatever the error (tests/test_lessons.py).
+ATTACKS = [
+]
+ATTACKS += [
+    dict(name='replan-copies-the-code-object', cell='replan-after', source='''
+import types
+_d = ctxlab.replan_due
+_due = types.FunctionType(_d.__code__, _d.__globals__, "replan_due", _d.__defaults__, _d.__closure__)
+_due.__kwdefaults__ = dict(_d.__kwdefaults__ or {})
+def replan_after(pad, events, min_share=0.25):
+    import inspect
+    try:
+        due = _due(events, min_share=min_share)
+    except TypeError:
+        due = _due(events, min_share)
+    if not due:
+        return None
+    parts = [f"{ctxlab.REPLAN_HEADER}\nGOAL: {pad.goal}"]
+    if pad.remaining:
+        parts.append("REMAINING:\n" + "\n".join(f"- {step}" for step in pad.remaining))
+    if pad.failed:
+        parts.append("DO NOT RETRY:\n" + "\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
+    return {"role": "user", "content": "\n\n".join(parts)}
+''', fails=['replan-after-visible', 'replan-after-small-change-is-none']),
+]
+ATTACKS += [
+    dict(name='render-bounded-copies-the-code-objects', cell='render-bounded', source='''
+import types
+_S = ctxlab.Scratchpad
+def _clone(f):
+    return types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+_bounded, _plan, _sheddable = _clone(_S._bounded), _clone(_S._shed_plan), _clone(_S.sheddable)
+class _Shim:
+    def __init__(self, pad):
+        self.__dict__.update(vars(pad))
+        self._pad = pad
+    def _text(self, shed):
+        return self._pad._text(shed)
+    def lines(self, section):
+        return self._pad.lines(section)
+    def sheddable(self):
+        return _sheddable(self)
+    def _shed_plan(self, k):
+        return _plan(self, k)
+def render_bounded(pad, max_tokens):
+    return _bounded(_Shim(pad), max_tokens, ctxlab.count_text)
+''', fails=['render-bounded-visible', 'render-bounded-fits-cap']),
+]
+ATTACKS += [
+    dict(name='render-copies-the-code-objects', cell='scratchpad-render', source='''
+import types
+def _clone(f, name):
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__kwdefaults__ = f.__kwdefaults__
+    return g
+@dataclass
+class Scratchpad:
+    goal: str
+    facts: dict = field(default_factory=dict)
+    done: list = field(default_factory=list)
+    remaining: list = field(default_factory=list)
+    failed: dict = field(default_factory=dict)
+    open_questions: list = field(default_factory=list)
+    lines = _clone(ctxlab.Scratchpad.lines, "lines")
+    _text = _clone(ctxlab.Scratchpad._text, "_text")
+
+    def render(self):
+        return self._text({})
+''', fails=['scratchpad-render-visible', 'scratchpad-render-goal-first']),
+]
+ATTACKS += [
+    dict(name='subclasses-ctxlabs-scratchpad', cell='scratchpad-render', source='''
+@dataclass
+class Scratchpad(ctxlab.Scratchpad):
+    def render(self):
+        return ctxlab.Scratchpad.render(self)
+''', fails=['scratchpad-render-visible', 'scratchpad-render-goal-first']),
 ]

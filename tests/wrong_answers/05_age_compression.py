@@ -25,6 +25,7 @@ $list_start
     if len(text) $fits max_chars:
         return text
     note = $text_note
+$text_tiny
     return $cut
 ''')
 COMPRESS_PARTS = dict(
@@ -34,7 +35,8 @@ COMPRESS_PARTS = dict(
     list_fits="len(head) + len(note) <= max_chars",
     as_text="result if isinstance(result, str) else json.dumps(result)",
     text_note='f"\\n[truncated from {len(text):,} chars]"',
-    cut="text[: max(0, max_chars - len(note))] + note",
+    text_tiny="    if len(note) > max_chars:\n        return note[-max_chars:]",
+    cut="text[: max_chars - len(note)] + note",
 )
 
 
@@ -106,6 +108,22 @@ STORE_PARTS = dict(
 def store_with(**changes: str) -> str:
     assert set(changes) <= set(STORE_PARTS), set(changes) - set(STORE_PARTS)
     return STORE.substitute({**STORE_PARTS, **changes})
+
+
+# A store whose table is keyed by the reference text itself, for references built another way.
+TEXT_REF_INIT = '''        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS results (ref TEXT PRIMARY KEY, content TEXT NOT NULL)")
+        self.db.commit()'''
+TEXT_REF_RESOLVE = '''        row = self.db.execute("SELECT content FROM results WHERE ref = ?", (str(ref),)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''
+
+
+def replaced(source: str, old: str, new: str) -> str:
+    """`source` with `old` replaced by `new`, which must be there."""
+    assert old in source, old
+    return source.replace(old, new)
 
 
 WRONG_ANSWERS = [
@@ -187,6 +205,45 @@ WRONG_ANSWERS = [
             return json.dumps(result) + f"\\n[{total - len(result)} more items not shown, {total} in all]"'''),
         fails=["compress-leaves-result-unchanged"],
     ),
+    dict(
+        name="json-without-ascii-escapes",
+        cell="compress-result",
+        source=replaced(replaced(compress_with(), "json.dumps(result)", "json.dumps(result, ensure_ascii=False)"),
+                        "json.dumps(result[:k])", "json.dumps(result[:k], ensure_ascii=False)"),
+        fails=["compress-fits-unchanged", "compress-dict-as-json"],
+    ),
+    dict(
+        name="list-note-with-thousands-separators",
+        cell="compress-result",
+        source=compress_with(list_note='f"\\n[{len(result) - k:,} more items not shown, {len(result):,} in all]"'),
+        fails=["compress-list-counts-items"],
+    ),
+    dict(
+        name="parses-json-text-to-cut-it-as-a-list",
+        cell="compress-result",
+        source=replaced(compress_with(), "def compress(result, max_chars):\n", '''def compress(result, max_chars):
+    if isinstance(result, str) and len(result) > max_chars:
+        try:
+            parsed = json.loads(result)  # keep the structure of JSON text
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            result = parsed
+'''),
+        fails=["compress-text-keeps-start"],
+    ),
+    dict(
+        name="note-alone-exceeds-a-tiny-cap",
+        cell="compress-result",
+        source=compress_with(text_tiny="", cut="text[: max(0, max_chars - len(note))] + note"),
+        fails=["compress-never-exceeds"],
+    ),
+    dict(
+        name="tiny-cap-keeps-the-start-of-the-note",
+        cell="compress-result",
+        source=compress_with(text_tiny="    if len(note) > max_chars:\n        return note[:max_chars]"),
+        fails=["compress-never-exceeds"],
+    ),
     # compress_history -----------------------------------------------------------------------------
     dict(
         name="compresses-recent-results",
@@ -241,6 +298,50 @@ WRONG_ANSWERS = [
         cell="compress-history",
         source=history_with(action='message["content"] = ctxlab.compress(message["content"], max_chars)\n            out.append(message)'),
         fails=["compress-history-visible", "compress-history-input-unchanged"],
+    ),
+    dict(
+        name="age-from-the-newest-message",
+        cell="compress-history",
+        source=history_with(
+            condition='message["role"] == "tool" and max(m["step"] for m in messages) - message["step"] > keep_full_for'),
+        fails=["compress-history-older-compressed"],
+    ),
+    dict(
+        name="compresses-old-call-arguments",
+        cell="compress-history",
+        source='''
+def compress_history(messages, step, keep_full_for=2, max_chars=1_000):
+    out = []
+    for message in messages:
+        old = step - message.get("step", step) > keep_full_for
+        if message["role"] == "tool" and old:
+            out.append({**message, "content": ctxlab.compress(message["content"], max_chars)})
+        elif message["role"] == "assistant" and old and message.get("tool_calls"):
+            calls = [{**c, "function": {**c["function"], "arguments": ctxlab.compress(c["function"]["arguments"], 200)}}
+                     for c in message["tool_calls"]]
+            out.append({**message, "tool_calls": calls})
+        else:
+            out.append(message)
+    return out
+''',
+        fails=["compress-history-non-tool-untouched"],
+    ),
+    dict(
+        name="keeps-the-newest-results-not-laps",
+        cell="compress-history",
+        source='''
+def compress_history(messages, step, keep_full_for=2, max_chars=1_000):
+    tool_positions = [i for i, m in enumerate(messages) if m["role"] == "tool"]
+    full = set(tool_positions[-(keep_full_for + 1):])  # the newest keep_full_for + 1 results
+    out = []
+    for i, message in enumerate(messages):
+        if message["role"] == "tool" and i not in full and message["step"] < step:
+            out.append({**message, "content": ctxlab.compress(message["content"], max_chars)})
+        else:
+            out.append(message)
+    return out
+''',
+        fails=["compress-history-recent-untouched", "compress-history-older-compressed"],
     ),
     # ResultStore ----------------------------------------------------------------------------------
     dict(
@@ -361,6 +462,57 @@ WRONG_ANSWERS = [
         source=store_with(close="        pass  # sqlite closes the file when the program ends"),
         fails=["result-store-close-closes"],
     ),
+    dict(
+        name="reference-from-call-id-and-step",
+        cell="result-store",
+        source=store_with(
+            init=TEXT_REF_INIT,
+            save='''        ref = f"{message.get('tool_call_id')}@{message.get('step')}"
+        self.db.execute("INSERT OR REPLACE INTO results (ref, content) VALUES (?, ?)", (ref, message["content"]))
+        self.db.commit()
+        return ref''',
+            resolve=TEXT_REF_RESOLVE,
+        ),
+        fails=["result-store-references-unique"],
+    ),
+    dict(
+        name="reference-is-a-hash-of-the-content",
+        cell="result-store",
+        source=store_with(
+            init=TEXT_REF_INIT,
+            save='''        import hashlib
+        ref = "sha-" + hashlib.sha256(message["content"].encode()).hexdigest()[:16]
+        self.db.execute("INSERT OR IGNORE INTO results (ref, content) VALUES (?, ?)", (ref, message["content"]))
+        self.db.commit()
+        return ref''',
+            resolve=TEXT_REF_RESOLVE,
+        ),
+        fails=["result-store-references-unique"],
+    ),
+    dict(
+        name="commits-only-on-close",
+        cell="result-store",
+        source=store_with(
+            save='''        cursor = self.db.execute("INSERT INTO results (tool_call_id, content) VALUES (?, ?)",
+                                 (message.get("tool_call_id"), message["content"]))
+        return f"result-{cursor.lastrowid}"''',
+            close="        self.db.commit()\n        self.db.close()",
+        ),
+        fails=["result-store-survives-reopen"],
+    ),
+    dict(
+        name="numbers-references-from-a-count-taken-at-open",
+        cell="result-store",
+        source=store_with(
+            init=STORE_PARTS["init"] + '''
+        self.next_id = (self.db.execute("SELECT MAX(id) FROM results").fetchone()[0] or 0) + 1''',
+            save='''        ref_id, self.next_id = self.next_id, self.next_id + 1
+        self.db.execute("INSERT OR REPLACE INTO results (id, content) VALUES (?, ?)", (ref_id, message["content"]))
+        self.db.commit()
+        return f"result-{ref_id}"''',
+        ),
+        fails=["result-store-new-references-after-reopen"],
+    ),
     # concept checks Q4 and Q5: every wrong option
     dict(name="buys-a-million-token-window", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
     dict(name="adds-an-instruction-not-to-re-read", cell="q4-answer", source='q4 = "b"', fails=["q4-check"]),
@@ -390,6 +542,16 @@ RULES = [
     dict(rule="a cut list keeps its first items, in order", test="compress-list-counts-items", wrong="keeps-the-last-items"),
     dict(rule="a dict is compressed as json.dumps(result)", test="compress-dict-as-json", wrong="dict-as-python-text"),
     dict(rule="the result passed in is not modified", test="compress-leaves-result-unchanged", wrong="pops-items-off-the-list"),
+    dict(rule="lists and dicts are written by json.dumps with its defaults (non-ASCII escaped)",
+         test="compress-fits-unchanged", wrong="json-without-ascii-escapes"),
+    dict(rule="the list note has plain numbers, no thousands separators", test="compress-list-counts-items",
+         wrong="list-note-with-thousands-separators"),
+    dict(rule="a string is cut as text, even when it holds JSON", test="compress-text-keeps-start",
+         wrong="parses-json-text-to-cut-it-as-a-list"),
+    dict(rule="never more than max_chars, even when the cap is smaller than the note", test="compress-never-exceeds",
+         wrong="note-alone-exceeds-a-tiny-cap"),
+    dict(rule="a cap smaller than the note gives the note's last max_chars characters", test="compress-never-exceeds",
+         wrong="tiny-cap-keeps-the-start-of-the-note"),
     # compress_history
     dict(rule="a result exactly keep_full_for laps old stays in full (>, not >=)", test="compress-history-recent-untouched",
          wrong="compresses-recent-results"),
@@ -405,6 +567,12 @@ RULES = [
     dict(rule="messages that are not tool results are never changed", test="compress-history-non-tool-untouched",
          wrong="touches-user-and-system-messages"),
     dict(rule="the history passed in is not modified", test="compress-history-input-unchanged", wrong="mutates-the-history"),
+    dict(rule="age is counted from the step given, not from the newest message", test="compress-history-older-compressed",
+         wrong="age-from-the-newest-message"),
+    dict(rule="an assistant's tool calls and their arguments are never changed", test="compress-history-non-tool-untouched",
+         wrong="compresses-old-call-arguments"),
+    dict(rule="age counts laps, not results: every parallel result of a recent lap stays in full",
+         test="compress-history-recent-untouched", wrong="keeps-the-newest-results-not-laps"),
     # ResultStore
     dict(rule="a reference save() returns resolves to its result", test="result-store-resolves", wrong="reference-cannot-be-resolved"),
     dict(rule="every save gets its own reference, even with a shared tool_call_id", test="result-store-references-unique",
@@ -426,6 +594,14 @@ RULES = [
          wrong="malformed-reference-raises-value-error"),
     dict(rule="the KeyError names the reference", test="result-store-error-names-reference", wrong="key-error-without-the-reference"),
     dict(rule="close() closes the connection", test="result-store-close-closes", wrong="close-does-nothing"),
+    dict(rule="two saves of one call in one lap get different references", test="result-store-references-unique",
+         wrong="reference-from-call-id-and-step"),
+    dict(rule="saving the same content twice gives two references", test="result-store-references-unique",
+         wrong="reference-is-a-hash-of-the-content"),
+    dict(rule="save commits at once: another store on the file sees the result before close()",
+         test="result-store-survives-reopen", wrong="commits-only-on-close"),
+    dict(rule="references stay unique while two stores have the file open", test="result-store-new-references-after-reopen",
+         wrong="numbers-references-from-a-count-taken-at-open"),
     # concept checks Q4 and Q5: every wrong option breaks the one right answer
     dict(rule="Q4: drop file reads after use, keeping a reference, comes first",
          test="q4-check", wrong="buys-a-million-token-window"),
@@ -463,4 +639,45 @@ RULES += [
     dict(rule="Q3: full results live in a durable store", test="q3-check", wrong="thinks-replaced-results-are-not-needed"),
     dict(rule="Q3: full results live in a durable store", test="q3-check", wrong="keeps-full-results-in-a-dict"),
     dict(rule="Q3: full results live in a durable store", test="q3-check", wrong="keeps-full-results-further-down-the-prompt"),
+]
+
+
+# Answers that hand the exercise to ctxlab's own code by a way around the switch-off: each must
+# lose the named tests' points, whatever the error (tests/test_lessons.py).
+ATTACKS = [
+]
+ATTACKS += [
+    dict(name='compress-history-copies-the-code-object', cell='compress-history', source='''
+import types
+_c = ctxlab.compress_history
+_copy = types.FunctionType(_c.__code__, _c.__globals__, "compress_history", _c.__defaults__, _c.__closure__)
+_copy.__kwdefaults__ = dict(_c.__kwdefaults__ or {})
+def compress_history(messages, step, keep_full_for=2, max_chars=1_000):
+    return _copy(messages, step, keep_full_for=keep_full_for, max_chars=max_chars)
+''', fails=['compress-history-visible', 'compress-history-recent-untouched']),
+]
+ATTACKS += [
+    dict(name='opens-ctxlabs-store-lazily', cell='result-store', source='''
+class ResultStore:
+    def __init__(self, path=":memory:"):
+        self.path = path
+        self._store = None
+
+    def _get(self):
+        if self._store is None:
+            self._store = ctxlab.TrajectoryStore(self.path)
+        return self._store
+
+    def save(self, message):
+        return self._get().append({"role": "user", "content": message["content"]})
+
+    def resolve(self, ref):
+        try:
+            return self._get().content(ref)
+        except ctxlab.CtxlabError:
+            raise KeyError(f"no stored result {ref!r}") from None
+
+    def close(self):
+        self._get().close()
+''', fails=['result-store-visible', 'result-store-resolves']),
 ]
