@@ -170,17 +170,15 @@ def render_steps(messages: Sequence[Message]) -> str:
     Each entry starts with ``[lap N]`` (``[lap ?]`` without a ``step``) and says who acted:
     ``assistant: text``, ``assistant called TOOL ARGUMENTS (id ID)``, ``tool TOOL (id ID)
     returned:`` or ``tool TOOL (id ID) FAILED: how`` (see :func:`failure_of`), ``user: text``.
-    Multi-line text and tool results follow, indented by four spaces, in full.
+    Multi-line text and tool results follow, indented by four spaces, in full. A result's TOOL
+    is that of the newest call with its id before it: histories reuse call ids across turns.
 
     >>> print(render_steps([{"role": "user", "content": "Only cite 2021 or later.", "step": 2},
     ...                     {"role": "assistant", "content": "Understood.", "step": 2}]))
     [lap 2] user: Only cite 2021 or later.
     [lap 2] assistant: Understood.
     """
-    tools: dict[str, str] = {}
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            tools[call.get("id")] = (call.get("function") or {}).get("name", "unknown_tool")
+    tools: dict[str, str] = {}  # call id -> tool, for the calls made so far (an id may be reused later)
     lines: list[str] = []
     for message in messages:
         step = message.get("step")
@@ -200,6 +198,7 @@ def render_steps(messages: Sequence[Message]) -> str:
             lines += _indented(rest)
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
+            tools[call.get("id")] = function.get("name", "unknown_tool")
             arguments = _one_line_arguments(function.get("arguments", ""))
             lines.append(f"{tag} {role} called {function.get('name')} {arguments} (id {call.get('id')})")
     return "\n".join(lines)

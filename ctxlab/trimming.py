@@ -134,13 +134,17 @@ def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
 
 def pairs_ok(messages: Sequence[Message]) -> bool:
     """True when every tool result answers a call of the assistant message just before its
-    group and every call is answered: what providers require of a request.
+    group and every call is answered exactly once: what providers require of a request. The
+    calls of one assistant message must have different ids (as :func:`ctxlab.validate_messages`
+    requires): a message listing one id twice is malformed, however many results follow.
 
     >>> call = {"role": "assistant", "content": None, "tool_calls": [
     ...     {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
     >>> result = {"role": "tool", "tool_call_id": "a", "content": "1"}
     >>> pairs_ok([call, result]), pairs_ok([result]), pairs_ok([call])
     (True, False, False)
+    >>> pairs_ok([{**call, "tool_calls": call["tool_calls"] * 2}, result])
+    False
     """
     open_ids: set[str] = set()
     answered: set[str] = set()
@@ -155,7 +159,10 @@ def pairs_ok(messages: Sequence[Message]) -> bool:
             return False
         open_ids, answered = set(), set()
         if message.get("role") == "assistant" and message.get("tool_calls"):
-            open_ids = {call.get("id") for call in message["tool_calls"]}
+            ids = [call.get("id") for call in message["tool_calls"]]
+            open_ids = set(ids)
+            if len(open_ids) < len(ids):
+                return False  # one id listed twice: no set of results can answer both calls
     return answered == open_ids
 
 

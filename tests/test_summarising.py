@@ -51,6 +51,22 @@ def test_render_steps_keeps_parallel_calls_and_assistant_text():
     assert text.count(f"[lap {lap}] tool ") == len(group) - 1
 
 
+def test_render_steps_names_the_tool_of_the_call_before_a_result_when_ids_are_reused():
+    def call(tool):
+        return {"id": "call_0", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [call("search_logs")], "step": 1},
+        {"role": "tool", "tool_call_id": "call_0", "content": "no match", "step": 1},
+        {"role": "assistant", "content": None, "tool_calls": [call("restart_job")], "step": 2},
+        {"role": "tool", "tool_call_id": "call_0", "content": "restarted", "step": 2},
+    ]
+    results = [line for line in ctxlab.render_steps(messages).splitlines() if " tool " in line]
+    assert results == ["[lap 1] tool search_logs (id call_0) returned:", "[lap 2] tool restart_job (id call_0) returned:"]
+    # a result whose call is not before it names no tool rather than a later one
+    assert ctxlab.render_steps(messages[1:3]).splitlines()[0] == "[lap 1] tool unknown_tool (id call_0) returned:"
+
+
 def test_failure_of_reads_every_failure_in_the_transcripts():
     failures = {}
     for name in ctxlab.transcript_names():

@@ -50,6 +50,17 @@ def test_pairs_ok_catches_what_naive_cuts_do():
     assert ctxlab.pairs_ok([])
 
 
+@pytest.mark.parametrize("results", [["a"], ["a", "a"], ["a", "b"]])
+def test_pairs_ok_refuses_a_message_listing_one_call_id_twice(results):
+    twice = {"role": "assistant", "content": None, "tool_calls": [call("a"), call("a")]}
+    history = [{"role": "user", "content": "go"}, twice] + [
+        {"role": "tool", "tool_call_id": i, "content": "done"} for i in results]
+    assert not ctxlab.pairs_ok(history)
+    with pytest.raises(ctxlab.MessageError):  # validation refuses the same message
+        ctxlab.validate_messages(history)
+    assert not ctxlab.pairs_ok(history + [{"role": "user", "content": "next"}])
+
+
 def test_fit_keeps_pins_and_newest_and_drops_from_the_middle():
     history = incident_like(12)
     history[6]["pinned"] = True  # the assistant message of lap 3

@@ -43,7 +43,10 @@ ON_RESULT = '''            if message.get("tool_call_id") not in waiting:
 ON_TURN = '''        if waiting:
             return False  # a new turn started while calls were still unanswered
         if message["role"] == "assistant":
-            waiting = {call["id"] for call in message.get("tool_calls") or []}'''
+            ids = [call.get("id") for call in message.get("tool_calls") or []]
+            waiting = set(ids)
+            if len(waiting) < len(ids):
+                return False  # one id listed twice: the message itself is malformed'''
 
 
 def pairs_ok_with(on_result: str = ON_RESULT, on_turn: str = ON_TURN, at_end: str = "not waiting") -> str:
@@ -202,6 +205,60 @@ def turn_groups(messages):
 ''',
         fails=["turn-groups-visible", "turn-groups-partition"],
     ),
+    dict(
+        name="joins-a-stray-to-the-stray-before-it",
+        cell="turn-groups",
+        source='''
+def turn_groups(messages):
+    groups = []
+    for message in messages:
+        prev = groups[-1][-1] if groups else None
+        joins = prev is not None and message["role"] == "tool" and (
+            prev["role"] == "tool" or (prev["role"] == "assistant" and prev.get("tool_calls")))
+        if joins:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    return groups
+''',
+        fails=["turn-groups-stray-tool-alone"],
+    ),
+    dict(
+        name="joins-only-results-whose-id-matches",
+        cell="turn-groups",
+        source='''
+def turn_groups(messages):
+    groups = []
+    ids = set()
+    for message in messages:
+        if message["role"] == "tool" and message.get("tool_call_id") in ids:
+            groups[-1].append(message)
+            continue
+        groups.append([message])
+        ids = {c.get("id") for c in (message.get("tool_calls") or [])} if message["role"] == "assistant" else set()
+    return groups
+''',
+        fails=["turn-groups-parallel-calls"],
+    ),
+    dict(
+        name="keeps-the-last-call-group-open",
+        cell="turn-groups",
+        source='''
+def turn_groups(messages):
+    groups = []
+    current = None  # the group of the last call seen: never closed again
+    for message in messages:
+        if message["role"] == "tool" and current is not None:
+            current.append(message)
+            continue
+        group = [message]
+        groups.append(group)
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            current = group
+    return groups
+''',
+        fails=["turn-groups-stray-tool-alone"],
+    ),
     # pairs_ok -------------------------------------------------------------------------------------
     dict(
         name="pairs-ok-accepts-any-earlier-call",
@@ -293,6 +350,47 @@ def pairs_ok(messages):
     return True
 ''',
         fails=["pairs-ok-visible", "pairs-ok-real-transcripts"],
+    ),
+    dict(
+        name="pairs-ok-accepts-one-id-listed-twice",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_turn='''        if waiting:
+            return False
+        if message["role"] == "assistant":
+            waiting = {call["id"] for call in message.get("tool_calls") or []}  # [a, a] is {a}'''),
+        fails=["pairs-ok-answered-once"],
+    ),
+    dict(
+        name="pairs-ok-raises-without-a-call-id",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_result='''            if message["tool_call_id"] not in waiting:
+                return False
+            waiting.remove(message["tool_call_id"])'''),
+        fails=["pairs-ok-result-follows-its-call"],
+    ),
+    dict(
+        name="pairs-ok-ignores-system-messages",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_turn='''        if message["role"] not in ("user", "assistant"):
+            continue  # only a user or an assistant message starts a new turn
+''' + ON_TURN),
+        fails=["pairs-ok-result-follows-its-call"],
+    ),
+    dict(
+        name="pairs-ok-accepts-a-partial-last-group",
+        cell="pairs-ok",
+        source=pairs_ok_with(
+            on_result=ON_RESULT + "\n            answered += 1",
+            on_turn="        answered = 0\n" + ON_TURN,
+            at_end="not waiting or answered > 0  # the other results are still coming",
+        ).replace("    waiting = set()  #", "    answered = 0\n    waiting = set()  #"),
+        fails=["pairs-ok-unanswered-before-next-turn"],
+    ),
+    dict(
+        name="pairs-ok-crashes-on-tool-calls-none",
+        cell="pairs-ok",
+        source=pairs_ok_with(on_turn=ON_TURN.replace('message.get("tool_calls") or []', 'message.get("tool_calls", [])')),
+        fails=["pairs-ok-real-transcripts"],
     ),
     # fit ------------------------------------------------------------------------------------------
     dict(
@@ -505,6 +603,127 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
         source=fit_with(refuse='''        raise ctxlab.BudgetError("the history does not fit in the allowance")'''),
         fails=["fit-error-gives-numbers"],
     ),
+    dict(
+        name="stops-at-a-pinned-group",
+        cell="fit-history",
+        source='''
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    sizes = [sum(count(m) for m in group) for group in groups]
+    pinned_groups = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
+    keep = set(pinned_groups) | set(range(max(0, len(groups) - keep_recent), len(groups)))
+    needed = sum(sizes[g] for g in keep)
+    if needed > allowance:
+        raise ctxlab.BudgetError(f"need {needed} tokens, allowance {allowance}")
+    room = allowance - needed
+    for g in range(len(groups) - 1, -1, -1):
+        if g in pinned_groups:
+            break  # the pins are where the kept history starts
+        if g in keep:
+            continue
+        if sizes[g] > room:
+            break
+        keep.add(g)
+        room -= sizes[g]
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''',
+        fails=["fit-fills-newest-first"],
+    ),
+    dict(
+        name="pays-for-a-middle-pin-twice",
+        cell="fit-history",
+        source='''
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    sizes = [sum(count(m) for m in group) for group in groups]
+    keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
+    newest = set(range(max(0, len(groups) - keep_recent), len(groups)))
+    keep |= newest
+    needed = sum(sizes[g] for g in keep)
+    if needed > allowance:
+        raise ctxlab.BudgetError(f"need {needed} tokens, allowance {allowance}")
+    room = allowance - needed
+    for g in range(len(groups) - 1, -1, -1):
+        if g in newest:
+            continue
+        if g in keep:
+            room -= sizes[g]  # a pin on the way: paid for again
+            continue
+        if sizes[g] > room:
+            break
+        keep.add(g)
+        room -= sizes[g]
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''',
+        fails=["fit-fills-newest-first"],
+    ),
+    dict(
+        name="counts-a-pinned-newest-group-twice",
+        cell="fit-history",
+        source='''
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    pin_ids = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    sizes = [sum(count(m) for m in group) for group in groups]
+    pinned_groups = {g for g, group in enumerate(groups) if any(id(m) in pin_ids for m in group)}
+    newest = set(range(max(0, len(groups) - keep_recent), len(groups)))
+    needed = sum(sizes[g] for g in pinned_groups) + sum(sizes[g] for g in newest)
+    if needed > allowance:
+        raise ctxlab.BudgetError(f"the pins and the newest groups need {needed} tokens, allowance {allowance}")
+    room = allowance - needed
+    keep = pinned_groups | newest
+    for g in range(len(groups) - 1, -1, -1):
+        if g in keep:
+            continue
+        if sizes[g] > room:
+            break
+        keep.add(g)
+        room -= sizes[g]
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''',
+        fails=["fit-allowance-is-inclusive"],
+    ),
+    dict(
+        name="sizes-a-pin-without-its-group",
+        cell="fit-history",
+        source='''
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    tokens = {id(m): count(m) for m in messages}
+    pin_ids = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pinned_groups = {g for g, group in enumerate(groups) if any(id(m) in pin_ids for m in group)}
+    newest = set(range(max(0, len(groups) - keep_recent), len(groups))) - pinned_groups
+    needed = sum(tokens[i] for i in pin_ids) + sum(tokens[id(m)] for g in newest for m in groups[g])
+    if needed > allowance:
+        raise ctxlab.BudgetError(f"need {needed} tokens, allowance {allowance}")
+    room = allowance - needed
+    keep = pinned_groups | newest
+    for g in range(len(groups) - 1, -1, -1):
+        if g in keep:
+            continue
+        size = sum(tokens[id(m)] for m in groups[g])
+        if size > room:
+            break
+        keep.add(g)
+        room -= size
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''',
+        fails=["fit-within-allowance"],
+    ),
     # high_low_trim --------------------------------------------------------------------------------
     dict(
         name="trims-every-step-to-the-high-mark",
@@ -535,6 +754,50 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
         cell="high-low-trim",
         source=high_low_with(pass_count=""),
         fails=["high-low-uses-count"],
+    ),
+    dict(
+        name="falls-back-to-the-high-mark",
+        cell="high-low-trim",
+        source='''
+def high_low_trim(view, *, high, low, count=None):
+    count = count or ctxlab.count_message
+    if sum(count(m) for m in view) <= high:
+        return list(view), []
+    try:
+        return ctxlab.fit(view, low, count=count)
+    except ctxlab.BudgetError:
+        return ctxlab.fit(view, high, count=count)  # the low mark is impossible: the high one will do
+''',
+        fails=["high-low-trims-to-low"],
+    ),
+    dict(
+        name="sends-the-untrimmed-view-when-fit-refuses",
+        cell="high-low-trim",
+        source='''
+def high_low_trim(view, *, high, low, count=None):
+    count = count or ctxlab.count_message
+    if sum(count(m) for m in view) <= high:
+        return list(view), []
+    try:
+        return ctxlab.fit(view, low, count=count)
+    except ctxlab.BudgetError:
+        return list(view), []
+''',
+        fails=["high-low-trims-to-low"],
+    ),
+    dict(
+        name="trims-the-view-in-place",
+        cell="high-low-trim",
+        source='''
+def high_low_trim(view, *, high, low, count=None):
+    count = count or ctxlab.count_message
+    if sum(count(m) for m in view) <= high:
+        return view, []
+    kept, dropped = ctxlab.fit(view, low, count=count)
+    view[:] = kept
+    return view, dropped
+''',
+        fails=["high-low-trims-to-low"],
     ),
     # count_trims ----------------------------------------------------------------------------------
     dict(
@@ -581,6 +844,12 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
         source=count_trims_with(default="trim or (lambda view, high, low: ctxlab.fit(view, high))"),
         fails=["count-trims-default-trim"],
     ),
+    dict(
+        name="skips-a-call-with-an-empty-view",
+        cell="count-trims",
+        source=count_trims_with(grow="        view += history[seen:i]\n        if not view:\n            continue  # nothing to trim yet"),
+        fails=["count-trims-uses-trim"],
+    ),
     # concept checks Q4 and Q5: every wrong option
     dict(name="thinks-last-n-holds-what-the-step-needs", cell="q4-answer", source='q4 = "a"', fails=["q4-check"]),
     dict(name="thinks-agents-restate-the-task", cell="q4-answer", source='q4 = "b"', fails=["q4-check"]),
@@ -602,6 +871,12 @@ RULES = [
          test="turn-groups-stray-tool-alone", wrong="treats-a-tool-calls-key-as-a-call"),
     dict(rule="the groups, joined, are the input: every message, in order",
          test="turn-groups-partition", wrong="forgets-the-last-group"),
+    dict(rule="a tool message after a stray tool message stands alone too",
+         test="turn-groups-stray-tool-alone", wrong="joins-a-stray-to-the-stray-before-it"),
+    dict(rule="every tool message after a call joins its group, whatever its tool_call_id",
+         test="turn-groups-parallel-calls", wrong="joins-only-results-whose-id-matches"),
+    dict(rule="a message that is not a tool result closes the call's group: a later tool message stands alone, in its place",
+         test="turn-groups-stray-tool-alone", wrong="keeps-the-last-call-group-open"),
     # pairs_ok
     dict(rule="a tool result with no call before it is not paired",
          test="pairs-ok-visible", wrong="pairs-ok-ignores-orphan-results"),
@@ -619,6 +894,16 @@ RULES = [
          test="pairs-ok-reused-call-id", wrong="pairs-ok-remembers-every-answered-id"),
     dict(rule="valid histories (parallel results one after another) are accepted",
          test="pairs-ok-real-transcripts", wrong="pairs-ok-wants-each-result-right-after-the-call"),
+    dict(rule="the calls of one assistant message have different ids: a message listing one id twice is malformed",
+         test="pairs-ok-answered-once", wrong="pairs-ok-accepts-one-id-listed-twice"),
+    dict(rule="a tool message without tool_call_id answers no call: False, not an error",
+         test="pairs-ok-result-follows-its-call", wrong="pairs-ok-raises-without-a-call-id"),
+    dict(rule="a system or developer message between a call and its result breaks the pair",
+         test="pairs-ok-result-follows-its-call", wrong="pairs-ok-ignores-system-messages"),
+    dict(rule="a call still unanswered when the history ends is not paired, even if others of its group are",
+         test="pairs-ok-unanswered-before-next-turn", wrong="pairs-ok-accepts-a-partial-last-group"),
+    dict(rule='"tool_calls": None is no call: such a reply is paired (True, not an error)',
+         test="pairs-ok-real-transcripts", wrong="pairs-ok-crashes-on-tool-calls-none"),
     # fit
     dict(rule="groups are never split", test="fit-keeps-turn-groups-whole", wrong="cuts-by-message-count"),
     dict(rule="the first user message (the task) is pinned",
@@ -632,6 +917,14 @@ RULES = [
     dict(rule="dropped is in input order", test="fit-preserves-order", wrong="lists-dropped-newest-first"),
     dict(rule="the newest turn group is always kept", test="fit-keeps-the-newest", wrong="drops-the-newest"),
     dict(rule="older groups are added newest first", test="fit-fills-newest-first", wrong="fills-oldest-first"),
+    dict(rule="a pinned group in the middle does not stop the walk to older groups",
+         test="fit-fills-newest-first", wrong="stops-at-a-pinned-group"),
+    dict(rule="a pinned group in the middle is paid for once, not again when the walk reaches it",
+         test="fit-fills-newest-first", wrong="pays-for-a-middle-pin-twice"),
+    dict(rule="a group both pinned and newest (the task on the first lap) is counted once",
+         test="fit-allowance-is-inclusive", wrong="counts-a-pinned-newest-group-twice"),
+    dict(rule="a pinned message's whole turn group counts toward the allowance",
+         test="fit-within-allowance", wrong="sizes-a-pin-without-its-group"),
     dict(rule="the first group that does not fit and every older unpinned group are dropped",
          test="fit-stops-at-first-misfit", wrong="skips-a-big-group-and-keeps-going"),
     dict(rule="keep_recent=k keeps the newest k groups (or refuses)",
@@ -665,6 +958,12 @@ RULES = [
          wrong="trims-at-the-high-mark"),
     dict(rule="the view is measured with the given count", test="high-low-uses-count", wrong="measures-with-the-default-count"),
     dict(rule="count is passed on to fit", test="high-low-uses-count", wrong="fits-with-the-default-count"),
+    dict(rule="when fit cannot reach the low mark, its BudgetError is let out (no other mark)",
+         test="high-low-trims-to-low", wrong="falls-back-to-the-high-mark"),
+    dict(rule="when fit cannot reach the low mark, its BudgetError is let out (not the untrimmed view)",
+         test="high-low-trims-to-low", wrong="sends-the-untrimmed-view-when-fit-refuses"),
+    dict(rule="the view given to high_low_trim is left unchanged",
+         test="high-low-trims-to-low", wrong="trims-the-view-in-place"),
     # count_trims
     dict(rule="the view carries over: it is what the last trim kept plus the new messages",
          test="count-trims-replay", wrong="trims-the-whole-history-each-lap"),
@@ -679,6 +978,8 @@ RULES = [
          test="count-trims-counts-laps-that-dropped", wrong="counts-every-lap-over-the-low-mark"),
     dict(rule="without trim, count_trims uses high_low_trim", test="count-trims-default-trim",
          wrong="default-trim-fits-to-the-high-mark"),
+    dict(rule="a model call whose view is empty (the run opens with an assistant message) is trimmed too",
+         test="count-trims-uses-trim", wrong="skips-a-call-with-an-empty-view"),
     # concept checks Q4 and Q5: every wrong option breaks the one right answer
     dict(rule="Q4: last-N drops the task, orphans results and ignores tokens",
          test="q4-check", wrong="thinks-last-n-holds-what-the-step-needs"),
@@ -716,4 +1017,72 @@ RULES += [
     dict(rule="Q3: rare deep trims keep the prefix stable for the cache", test="q3-check", wrong="thinks-deep-trims-always-send-less"),
     dict(rule="Q3: rare deep trims keep the prefix stable for the cache", test="q3-check", wrong="thinks-shorter-prompts-are-the-reason"),
     dict(rule="Q3: rare deep trims keep the prefix stable for the cache", test="q3-check", wrong="thinks-the-api-limits-trims"),
+]
+
+# Answers that hand an exercise to ctxlab's own code by a way around the reference switch-off:
+# each must lose the named tests' points.
+ATTACKS = [
+    dict(
+        name="turn-groups-from-the-private-span-helper",
+        cell="turn-groups",
+        source='''
+import importlib
+
+
+def turn_groups(messages):
+    spans, _ = getattr(importlib.import_module("ctxlab.trimming"), "_spans_and_pinned_groups")(messages)
+    return [list(messages[a:b]) for a, b in spans]
+''',
+        fails=["turn-groups-visible", "turn-groups-parallel-calls", "turn-groups-other-messages-alone",
+               "turn-groups-stray-tool-alone", "turn-groups-partition"],
+    ),
+]
+
+WRONG_ANSWERS += [
+    dict(name='own-budgeterror-class', cell='fit-history', source='''
+class BudgetError(Exception):
+    pass
+
+
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    sizes = [sum(count(m) for m in group) for group in groups]
+    keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
+    keep |= set(range(max(0, len(groups) - keep_recent), len(groups)))
+    needed = sum(sizes[g] for g in keep)
+    if needed > allowance:
+        raise BudgetError(f"need {needed} tokens, allowance {allowance}")
+    room = allowance - needed
+    for g in range(len(groups) - 1, -1, -1):
+        if g in keep:
+            continue
+        if sizes[g] > room:
+            break
+        keep.add(g)
+        room -= sizes[g]
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''', fails=['fit-refuses-impossible', 'fit-error-gives-numbers']),
+]
+RULES += [
+    dict(rule="the refusal is ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name", test='fit-refuses-impossible', wrong='own-budgeterror-class'),
+]
+ATTACKS += [
+    dict(name='fit-copies-the-code-object', cell='fit-history', source='''
+import types
+_f = ctxlab.fit
+_copy = types.FunctionType(_f.__code__, _f.__globals__, "fit", _f.__defaults__, _f.__closure__)
+_copy.__kwdefaults__ = dict(_f.__kwdefaults__)
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    return _copy(messages, allowance, keep_recent=keep_recent, count=count)
+''', fails=['fit-visible', 'fit-keeps-system-and-task']),
+]
+ATTACKS += [
+    dict(name='pairs-ok-copies-the-code-object', cell='pairs-ok', source='''
+import types
+pairs_ok = types.FunctionType(ctxlab.pairs_ok.__code__, ctxlab.pairs_ok.__globals__, "pairs_ok")
+''', fails=['pairs-ok-visible', 'pairs-ok-answered-once']),
 ]

@@ -18,7 +18,7 @@ def variant(template: str, defaults: dict[str, str], changes: dict[str, str]) ->
 
 RENDER_STEPS = '''
 def render_steps(messages):
-    tool_names = {call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
+    tool_names = <NAMES>
     lines = []
     for message in messages:
         lap = <LAP>
@@ -37,10 +37,13 @@ def render_steps(messages):
             <REST>
         for call in <CALLS>:
             function = call["function"]
+            <NOTE>
             lines.append(f"{lap} {message['role']} called {function['name']}<ARGUMENTS><ID>")
     return "\\n".join(lines)
 '''
 RENDER_SLOTS = dict(
+    NAMES="{}",
+    NOTE='tool_names[call["id"]] = function["name"]',
     LAP="f\"[lap {message.get('step', '?')}]\"",
     STATUS='f"FAILED: {how}" if how else "returned:"',
     TOOL="tool_names.get(call_id, 'unknown_tool')",
@@ -120,7 +123,7 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
     prior = <PRIOR>
     kept, dropped = ctxlab.fit(rest, <ROOM>, keep_recent=<KEEP_RECENT>)
     summary = ctxlab.compact(<CLIENT>, <DROPPED>, prior)
-    steps = [m["step"] for m in old + dropped if "step" in m]
+    steps = [m["step"] for m in <COVERED> if "step" in m]
     message = ctxlab.summary_message(summary, step=<STEP>)
     <CHECK>
     head = 0
@@ -140,6 +143,7 @@ TAS_SLOTS = dict(
     KEEP_RECENT="keep_recent",
     CLIENT="client",
     DROPPED="dropped",
+    COVERED="old + dropped",
     STEP="max(steps) if steps else None",
     CHECK="if tokens(kept) + ctxlab.count_message(message) > allowance:\n"
     '        raise ctxlab.BudgetError(f"the summary does not fit in the allowance of {allowance}; raise reserve")',
@@ -214,6 +218,43 @@ WRONG_ANSWERS = [
          fails=["render-steps-results-in-full"]),
     dict(name="results-not-indented", cell="render-steps", source=render(RESULT="lines += text.splitlines()"),
          fails=["render-steps-results-in-full"]),
+    dict(name="tool-named-by-a-later-call", cell="render-steps",
+         source=render(NAMES='{call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}',
+                       NOTE="pass"),
+         fails=["render-steps-results-in-full"]),
+    dict(name="result-lines-stripped", cell="render-steps",
+         source=render(RESULT='lines += ["    " + line.strip() for line in text.splitlines() if line.strip()]'),
+         fails=["render-steps-results-in-full"]),
+    dict(name="long-results-cut", cell="render-steps",
+         source=render(RESULT='lines += ["    " + line for line in text[:1500].splitlines()]'),
+         fails=["render-steps-results-in-full"]),
+    dict(name="text-later-lines-not-indented", cell="render-steps",
+         source=render(REST="lines[-1] = f\"{lap} {message['role']}: {text}\""),
+         fails=["render-steps-laps-and-roles"]),
+    dict(name="entries-grouped-by-kind", cell="render-steps", source='''
+def render_steps(messages):
+    tool_names = {}
+    texts, calls, results = [], [], []
+    for message in messages:
+        lap = f"[lap {message.get('step', '?')}]"
+        text = (message.get("content") or "").strip()
+        if message["role"] == "tool":
+            call_id = message["tool_call_id"]
+            how = ctxlab.failure_of(text)
+            status = f"FAILED: {how}" if how else "returned:"
+            results.append(f"{lap} tool {tool_names.get(call_id, 'unknown_tool')} (id {call_id}) {status}")
+            results += ["    " + line for line in text.splitlines()]
+            continue
+        if text:
+            first, *rest = text.splitlines()
+            texts.append(f"{lap} {message['role']}: {first}")
+            texts += ["    " + line for line in rest]
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            tool_names[call["id"]] = function["name"]
+            calls.append(f"{lap} {message['role']} called {function['name']} {function['arguments']} (id {call['id']})")
+    return "\\n".join(texts + calls + results)
+''', fails=["render-steps-one-entry-each"]),
     dict(name="failed-without-how", cell="render-steps", source=render(STATUS='"FAILED" if how else "returned:"'),
          fails=["render-steps-failures-marked"]),
     dict(name="error-key-means-failed", cell="render-steps",
@@ -251,6 +292,22 @@ WRONG_ANSWERS = [
     dict(name="prior-without-end-marker", cell="compaction-prompt",
          source=prompt(PRIOR_BLOCK='f"PREVIOUS SUMMARY: fold the new steps into it and return ONE updated summary.\\n{prior_summary}"'),
          fails=["compaction-prompt-rolls-up-the-prior"]),
+    dict(name="facts-with-a-separate-tools-list", cell="compaction-prompt",
+         source=prompt(FACTS='"FACTS: the key facts learned.\\n"\n        "TOOLS USED: the names of the tools that were called.\\n"'),
+         fails=["compaction-prompt-facts-with-sources"]),
+    dict(name="decisions-no-need-to-say-why", cell="compaction-prompt",
+         source=prompt(DECISIONS='"DECISIONS: what was decided; no need to say why.\\n"'),
+         fails=["compaction-prompt-visible"]),
+    dict(name="tells-it-not-to-list-open-questions", cell="compaction-prompt",
+         source=prompt(QUESTIONS='"Do not list open questions."'),
+         fails=["compaction-prompt-visible"]),
+    dict(name="no-instructions-with-a-prior", cell="compaction-prompt",
+         source=prompt(ORDER="parts[1:] if prior_summary else parts"),
+         fails=["compaction-prompt-rolls-up-the-prior"]),
+    dict(name="prior-line-asks-for-a-new-one", cell="compaction-prompt",
+         source=prompt(PRIOR_BLOCK='"PREVIOUS SUMMARY: already written, do not repeat it; write a new one for the new steps '
+                       'only.\\n" f"{prior_summary}\\nEND OF PREVIOUS SUMMARY"'),
+         fails=["compaction-prompt-asks-for-one-summary"]),
     dict(name="no-roll-up-instruction", cell="compaction-prompt",
          source=prompt(PRIOR_BLOCK='f"PREVIOUS SUMMARY:\\n{prior_summary}\\nEND OF PREVIOUS SUMMARY"'),
          fails=["compaction-prompt-asks-for-one-summary"]),
@@ -277,6 +334,24 @@ WRONG_ANSWERS = [
          fails=["compact-model"]),
     dict(name="hard-coded-default-model", cell="compact-summaries", source=compact(MODEL='model or "gpt-4o"'),
          fails=["compact-model"]),
+    dict(name="caps-the-reply-length", cell="compact-summaries",
+         source=compact(TEMPERATURE="temperature=0,\n        max_tokens=200,"),
+         fails=["compact-one-user-message"]),
+    dict(name="nothing-dropped-strips-the-prior", cell="compact-summaries",
+         source=compact(EMPTY='if not dropped:\n        return "" if prior_summary is None else prior_summary.strip()'),
+         fails=["compact-nothing-dropped"]),
+    dict(name="client-error-returns-the-prior", cell="compact-summaries", source='''
+def compact(client, dropped, prior_summary=None, *, model=None):
+    if not dropped:
+        return prior_summary or ""
+    prompt = ctxlab.compaction_prompt(ctxlab.render_steps(dropped), prior_summary)
+    try:
+        reply = client.chat.completions.create(model=model or ctxlab.summary_model(),
+                                               messages=[{"role": "user", "content": prompt}], temperature=0)
+    except Exception:
+        return prior_summary or ""
+    return reply.choices[0].message.content.strip()
+''', fails=["compact-nothing-dropped"]),
     dict(name="reply-not-stripped", cell="compact-summaries", source=compact(REPLY="reply.choices[0].message.content"),
          fails=["compact-reply-stripped"]),
     dict(name="calls-with-nothing-dropped", cell="compact-summaries", source=compact(EMPTY="pass"),
@@ -303,6 +378,23 @@ WRONG_ANSWERS = [
          fails=["tas-several-summaries-rolled-into-one"]),
     dict(name="unchanged-with-two-summaries", cell="trim-and-summarise", source=tas(FITS="tokens(messages) <= allowance"),
          fails=["tas-several-summaries-rolled-into-one"]),
+    dict(name="exact-fit-refused", cell="trim-and-summarise",
+         source=tas(CHECK="if tokens(kept) + ctxlab.count_message(message) >= allowance:\n"
+                    '        raise ctxlab.BudgetError(f"the summary does not fit in the allowance of {allowance}; raise reserve")'),
+         fails=["tas-summary-too-big-raises"]),
+    dict(name="removes-summaries-from-the-input", cell="trim-and-summarise",
+         source=tas(TAKE_OUT="old = [m for m in messages if ctxlab.is_summary(m)]\n"
+                    "    for m in old:\n"
+                    "        messages.remove(m)\n"
+                    "    rest = messages"),
+         fails=["tas-rolls-up-the-prior"]),
+    dict(name="summary-step-ignores-old-summaries", cell="trim-and-summarise", source=tas(COVERED="dropped"),
+         fails=["tas-several-summaries-rolled-into-one"]),
+    dict(name="summary-after-the-last-pin", cell="trim-and-summarise",
+         source=tas(HEAD="pins = ctxlab.pinned_indices(kept)\n"
+                    "    last = max(pins) if pins else -1\n"
+                    "    head = next((stop for start, stop in ctxlab.turn_group_spans(kept) if start <= last < stop), 0)"),
+         fails=["tas-summary-placement"]),
     dict(name="strict-fit-check", cell="trim-and-summarise", source=tas(FITS="len(old) <= 1 and tokens(messages) < allowance"),
          fails=["tas-unchanged-when-it-fits"]),
     dict(name="summarises-even-when-it-fits", cell="trim-and-summarise", source=tas(FITS="False"),
@@ -346,6 +438,24 @@ WRONG_ANSWERS = [
          fails=["compaction-due-bad-threshold-raises"]),
     dict(name="full-threshold-refused", cell="compaction-due", source=due(THRESHOLD_RANGE="not 0 < threshold < 1"),
          fails=["compaction-due-bad-threshold-raises"]),
+    dict(name="threshold-rounded-down", cell="compaction-due", source=due(LIMIT="int(threshold * ceiling)"),
+         fails=["compaction-due-at-the-threshold"]),
+    dict(name="nan-threshold-accepted", cell="compaction-due", source=due(THRESHOLD_RANGE="threshold <= 0 or threshold > 1"),
+         fails=["compaction-due-bad-threshold-raises"]),
+    dict(name="boundary-before-validation", cell="compaction-due",
+         source=due(CEILING_CHECK="if boundary:\n        return True\n    " + DUE_SLOTS["CEILING_CHECK"]),
+         fails=["compaction-due-bad-threshold-raises", "compaction-due-bad-ceiling-raises"]),
+    dict(name="float-ceiling-accepted", cell="compaction-due",
+         source=due(CEILING_CHECK='if ceiling <= 0:\n        raise ValueError(f"ceiling must be above 0, got {ceiling!r}")'),
+         fails=["compaction-due-bad-ceiling-raises"]),
+    dict(name="validates-with-ctxlabs-private-checks", cell="compaction-due", source='''
+import importlib
+_checks = importlib.import_module("ctxlab.compaction")
+def compaction_due(tokens, ceiling, *, threshold=0.7, boundary=False):
+    ceiling = _checks._check_ceiling(ceiling)
+    threshold = _checks._check_threshold(threshold)
+    return bool(boundary) or tokens >= threshold * ceiling
+''', fails=["compaction-due-visible"]),
     dict(name="any-ceiling-accepted", cell="compaction-due", source=due(CEILING_CHECK="pass"),
          fails=["compaction-due-bad-ceiling-raises"]),
     # concept checks: every wrong option
@@ -382,6 +492,15 @@ RULES = [
     dict(rule="a result follows in full", test="render-steps-results-in-full", wrong="results-clipped"),
     dict(rule="a result's lines are indented by four spaces", test="render-steps-results-in-full",
          wrong="results-not-indented"),
+    dict(rule="a result names the newest call with its id before it (call ids are reused across turns)",
+         test="render-steps-results-in-full", wrong="tool-named-by-a-later-call"),
+    dict(rule="a result's lines keep their own indentation after the four spaces", test="render-steps-results-in-full",
+         wrong="result-lines-stripped"),
+    dict(rule="a result follows in full however long (nothing cut at 1,500 characters)", test="render-steps-results-in-full",
+         wrong="long-results-cut"),
+    dict(rule="a text's later lines follow on their own lines, indented by four spaces", test="render-steps-laps-and-roles",
+         wrong="text-later-lines-not-indented"),
+    dict(rule="entries follow the order of the messages", test="render-steps-one-entry-each", wrong="entries-grouped-by-kind"),
     dict(rule="a failed result is marked FAILED: HOW, HOW from ctxlab.failure_of", test="render-steps-failures-marked",
          wrong="failed-without-how"),
     dict(rule="a failed result still follows in full", test="render-steps-failures-marked",
@@ -410,6 +529,16 @@ RULES = [
          wrong="prior-on-the-heading-line"),
     dict(rule='the previous summary is closed by "END OF PREVIOUS SUMMARY"', test="compaction-prompt-rolls-up-the-prior",
          wrong="prior-without-end-marker"),
+    dict(rule="the FACTS: line itself asks for each fact's source (a separate list of tools does not)",
+         test="compaction-prompt-facts-with-sources", wrong="facts-with-a-separate-tools-list"),
+    dict(rule="each heading's line asks in positive words (no 'no', 'not', 'never', 'without')",
+         test="compaction-prompt-visible", wrong="decisions-no-need-to-say-why"),
+    dict(rule="open questions are asked for on an OPEN QUESTIONS: line, not refused", test="compaction-prompt-visible",
+         wrong="tells-it-not-to-list-open-questions"),
+    dict(rule="the instructions come first with a previous summary too", test="compaction-prompt-rolls-up-the-prior",
+         wrong="no-instructions-with-a-prior"),
+    dict(rule="the PREVIOUS SUMMARY line never asks for a new, second or separate summary",
+         test="compaction-prompt-asks-for-one-summary", wrong="prior-line-asks-for-a-new-one"),
     dict(rule="the PREVIOUS SUMMARY line asks to fold the steps in and return ONE summary",
          test="compaction-prompt-asks-for-one-summary", wrong="no-roll-up-instruction"),
     # compact
@@ -426,6 +555,12 @@ RULES = [
     dict(rule="the model given is sent", test="compact-model", wrong="ignores-the-model-argument"),
     dict(rule="without a model, ctxlab.summary_model() is sent", test="compact-model", wrong="hard-coded-default-model"),
     dict(rule="the reply's text is returned stripped", test="compact-reply-stripped", wrong="reply-not-stripped"),
+    dict(rule="the request sets no max_tokens: the reply is not cut", test="compact-one-user-message",
+         wrong="caps-the-reply-length"),
+    dict(rule="nothing dropped: the previous summary comes back as it is, not stripped", test="compact-nothing-dropped",
+         wrong="nothing-dropped-strips-the-prior"),
+    dict(rule="an error from the client goes through; the previous summary is not returned instead",
+         test="compact-nothing-dropped", wrong="client-error-returns-the-prior"),
     dict(rule="nothing dropped: no call", test="compact-nothing-dropped", wrong="calls-with-nothing-dropped"),
     dict(rule='nothing dropped and no previous summary: "" (not None)', test="compact-nothing-dropped",
          wrong="none-when-nothing-dropped"),
@@ -444,6 +579,13 @@ RULES = [
          wrong="keeps-only-the-first-summary"),
     dict(rule="several summaries are rolled into one even when everything fits",
          test="tas-several-summaries-rolled-into-one", wrong="unchanged-with-two-summaries"),
+    dict(rule="a result of exactly the allowance is not refused (>, not >=)", test="tas-summary-too-big-raises",
+         wrong="exact-fit-refused"),
+    dict(rule="the messages given are left unchanged", test="tas-rolls-up-the-prior", wrong="removes-summaries-from-the-input"),
+    dict(rule="the summary's step counts the old summaries it rolls up", test="tas-several-summaries-rolled-into-one",
+         wrong="summary-step-ignores-old-summaries"),
+    dict(rule="the summary goes after the system prompt and the task even when a later message is pinned",
+         test="tas-summary-placement", wrong="summary-after-the-last-pin"),
     dict(rule="a history that fits exactly (tokens == allowance) comes back unchanged", test="tas-unchanged-when-it-fits",
          wrong="strict-fit-check"),
     dict(rule="a history that fits comes back unchanged, without a call", test="tas-unchanged-when-it-fits",
@@ -480,6 +622,15 @@ RULES = [
     dict(rule="a threshold of 1.0 is allowed", test="compaction-due-bad-threshold-raises", wrong="full-threshold-refused"),
     dict(rule="a ceiling that is not a whole number above 0 raises ValueError", test="compaction-due-bad-ceiling-raises",
          wrong="any-ceiling-accepted"),
+    dict(rule="a ceiling that is not a whole number (8000.5) raises ValueError", test="compaction-due-bad-ceiling-raises",
+         wrong="float-ceiling-accepted"),
+    dict(rule="the threshold is compared as it is, not rounded down", test="compaction-due-at-the-threshold",
+         wrong="threshold-rounded-down"),
+    dict(rule="a NaN threshold is refused", test="compaction-due-bad-threshold-raises", wrong="nan-threshold-accepted"),
+    dict(rule="the ceiling and threshold are checked at a phase boundary too", test="compaction-due-bad-ceiling-raises",
+         wrong="boundary-before-validation"),
+    dict(rule="compaction_due checks by itself: ctxlab's checks, its private ones included, are off while it is graded",
+         test="compaction-due-visible", wrong="validates-with-ctxlabs-private-checks"),
     # concept checks
     dict(rule="Q1: (a) a failure is not kept unless the prompt asks for it", test="q1-check",
          wrong="thinks-a-failure-is-kept-as-a-fact"),
@@ -516,4 +667,54 @@ RULES += [
     dict(rule="Q3: a short run that fits needs no summary", test="q3-check", wrong="thinks-summaries-always-help"),
     dict(rule="Q3: a short run that fits needs no summary", test="q3-check", wrong="thinks-summaries-are-free"),
     dict(rule="Q3: a short run that fits needs no summary", test="q3-check", wrong="thinks-summaries-need-parallel-calls"),
+]
+
+WRONG_ANSWERS += [
+    dict(name='own-budgeterror-class', cell='trim-and-summarise', source='''
+class BudgetError(ValueError):
+    pass
+
+
+def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
+    old = [m for m in messages if ctxlab.is_summary(m)]
+    rest = [m for m in messages if not ctxlab.is_summary(m)]
+    if len(old) <= 1 and tokens(messages) <= allowance:
+        return list(messages)
+    prior = "\n".join(ctxlab.summary_text(m) for m in old) or None
+    kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+    summary = ctxlab.compact(client, dropped, prior)
+    steps = [m["step"] for m in old + dropped if "step" in m]
+    message = ctxlab.summary_message(summary, step=max(steps) if steps else None)
+    if tokens(kept) + ctxlab.count_message(message) > allowance:
+        raise BudgetError(f"summary {ctxlab.count_message(message)} tokens, {allowance - tokens(kept)} left of {allowance}")
+    head = 0
+    while head < len(kept) and kept[head]["role"] in ("system", "developer"):
+        head += 1
+    if head < len(kept) and kept[head]["role"] == "user":
+        head += 1
+    return kept[:head] + [message] + kept[head:]
+''', fails=['tas-summary-too-big-raises']),
+]
+RULES += [
+    dict(rule="the refusal is ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name", test='tas-summary-too-big-raises', wrong='own-budgeterror-class'),
+]
+
+
+# Answers that hand the exercise to ctxlab's own code by a way around the switch-off: each must
+# lose the named tests' points, whatever the error (tests/test_lessons.py).
+ATTACKS = [
+]
+ATTACKS += [
+    dict(name='compact-copies-the-code-object', cell='compact-summaries', source='''
+import types
+_c = ctxlab.compact
+compact = types.FunctionType(_c.__code__, _c.__globals__, "compact", _c.__defaults__, _c.__closure__)
+compact.__kwdefaults__ = dict(_c.__kwdefaults__ or {})
+''', fails=['compact-visible', 'compact-temperature-zero']),
+]
+ATTACKS += [
+    dict(name='render-steps-copies-the-code-object', cell='render-steps', source='''
+import types
+render_steps = types.FunctionType(ctxlab.render_steps.__code__, ctxlab.render_steps.__globals__, "render_steps")
+''', fails=['render-steps-visible', 'render-steps-laps-and-roles']),
 ]

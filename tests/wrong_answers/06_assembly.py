@@ -470,3 +470,255 @@ RULES += [
     dict(rule="Q3: rare deep trims keep the cached prefix", test="q3-check", wrong="thinks-caches-need-short-prompts"),
     dict(rule="Q3: rare deep trims keep the cached prefix", test="q3-check", wrong="thinks-it-never-summarises"),
 ]
+
+# Readings of the exercises' words that the rules above did not yet rule out.
+WRONG_ANSWERS += [
+    # build_context
+    dict(name="every-system-message-moved-first", cell="build-context", source='''
+def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
+    log = log if log is not None else MemoryLog()
+    client = client if client is not None else ctxlab.get_client()
+    if step is None:
+        step = max(m.get("step", 0) for m in history)
+    static = [m for m in history if m["role"] == "system"]
+    rest = [m for m in history if m["role"] != "system"]
+    fixed = ctxlab.count_messages(static) + ctxlab.count_tools(tools)
+    pad_message = pad.message(max_tokens=budget.scratchpad_max)
+    allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
+    view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)
+    middle = ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)
+    return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+''', fails=["build-context-system-first"]),
+    dict(name="step-of-the-last-message", cell="build-context", source=build(STEP='history[-1].get("step", 0)'),
+         fails=["build-context-default-step"]),
+    dict(name="step-zero-replaced", cell="build-context", source='''
+def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
+    log = log if log is not None else MemoryLog()
+    client = client if client is not None else ctxlab.get_client()
+    step = step or max(m.get("step", 0) for m in history)
+    static, rest = history[:1], history[1:]
+    fixed = ctxlab.count_messages(static) + ctxlab.count_tools(tools)
+    pad_message = pad.message(max_tokens=budget.scratchpad_max)
+    allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
+    view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)
+    middle = ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)
+    return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+''', fails=["build-context-default-step"]),
+    dict(name="impossible-budget-swallowed", cell="build-context", source='''
+def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
+    log = log if log is not None else MemoryLog()
+    client = client if client is not None else ctxlab.get_client()
+    if step is None:
+        step = max(m.get("step", 0) for m in history)
+    static, rest = history[:1], history[1:]
+    fixed = ctxlab.count_messages(static) + ctxlab.count_tools(tools)
+    pad_message = pad.message(max_tokens=budget.scratchpad_max)
+    try:
+        allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
+    except ctxlab.BudgetError:
+        return ctxlab.strip_course_keys([*static, pad_message]), log
+    view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)
+    middle = ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)
+    return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+''', fails=["build-context-fits-budget"]),
+    # prefix_reuse
+    dict(name="compares-json-without-sorted-keys", cell="prefix-reuse", source='''
+import json
+
+
+def prefix_reuse(previous, current):
+    if previous is None:
+        return 0
+    total = 0
+    for old, new in zip(previous, current):
+        if json.dumps(old) != json.dumps(new):
+            break
+        total += ctxlab.count_message(new)
+    return total
+''', fails=["prefix-reuse-any-field-differs"]),
+    dict(name="compares-the-repr", cell="prefix-reuse", source=prefix(DIFFERS="str(old) != str(new)"),
+         fails=["prefix-reuse-any-field-differs"]),
+    dict(name="compares-a-list-of-fields", cell="prefix-reuse",
+         source=prefix(DIFFERS='any(old.get(k) != new.get(k) for k in ("role", "content", "tool_calls", "tool_call_id"))'),
+         fails=["prefix-reuse-any-field-differs"]),
+    # policy_row
+    dict(name="first-seen-compared-with-the-step", cell="policy-row", source=row(FROM="lap.step >= start"),
+         fails=["policy-row-probes-from-first-seen"]),
+    dict(name="first-seen-as-a-position", cell="policy-row", source='''
+def policy_row(result):
+    tokens = [lap.tokens for lap in result.laps]
+    kept = []
+    for name in result.probes:
+        start = result.first_seen.get(name)
+        later = result.laps[start - 1:] if start is not None else []
+        if later and all(lap.probes.get(name) for lap in later):
+            kept.append(name)
+    return {
+        "policy": result.policy,
+        "peak tokens": max(tokens),
+        "billed input": sum(tokens),
+        "prefix reused": sum(lap.reused for lap in result.laps) / sum(tokens),
+        "probes kept": kept,
+    }
+''', fails=["policy-row-probes-from-first-seen"]),
+    dict(name="probes-in-first-seen-order", cell="policy-row", source=row(NAMES="result.first_seen"),
+         fails=["policy-row-probes-in-order"]),
+    dict(name="probe-read-without-get", cell="policy-row",
+         source=row(KEPT="later and all(lap.probes[name] for lap in later)"),
+         fails=["policy-row-probe-that-comes-back"]),
+    # small_talk
+    dict(name="small-talk-questions-kept", cell="small-talk",
+         source=talk(SHORT='ctxlab.count_message(messages[i]) <= max_tokens and not (messages[i]["role"] == "user" '
+                     'and (messages[i].get("content") or "").rstrip().endswith("?"))'),
+         fails=["small-talk-user-chatter"]),
+    dict(name="small-talk-recent-counted-among-unpinned", cell="small-talk", source='''
+def small_talk(messages, keep_recent=1, max_tokens=40):
+    spans = ctxlab.turn_group_spans(messages)
+    pins = ctxlab.pinned_indices(messages)
+    unpinned = [(a, b) for a, b in spans if not any(i in pins for i in range(a, b))]
+    chosen = []
+    for start, stop in unpinned[: max(0, len(unpinned) - keep_recent)]:
+        group = range(start, stop)
+        if all(messages[i]["role"] in ("user", "assistant") and not messages[i].get("tool_calls")
+               and ctxlab.count_message(messages[i]) <= max_tokens for i in group):
+            chosen.extend(group)
+    return chosen
+''', fails=["small-talk-recent-turns"]),
+    dict(name="small-talk-tool-calls-key-present", cell="small-talk", source=talk(NO_CALLS='"tool_calls" not in messages[i]'),
+         fails=["small-talk-calls-and-results"]),
+    # missing_by_lap
+    dict(name="missing-compared-with-the-step", cell="missing-by-lap",
+         source=missing(FROM="record.step >= result.first_seen[name]"), fails=["missing-by-lap-not-yet-seen"]),
+    dict(name="missing-only-when-false", cell="missing-by-lap", source='''
+def missing_by_lap(result):
+    missing = {}
+    for record in result.laps:
+        missing[record.lap] = [name for name in result.probes
+                               if result.first_seen.get(name) is not None
+                               and record.lap >= result.first_seen[name]
+                               and record.probes.get(name) is False]
+    return missing
+''', fails=["missing-by-lap-absent-is-missing"]),
+    dict(name="missing-read-without-get", cell="missing-by-lap", source='''
+def missing_by_lap(result):
+    missing = {}
+    for record in result.laps:
+        missing[record.lap] = [name for name in result.probes
+                               if result.first_seen.get(name) is not None
+                               and record.lap >= result.first_seen[name]
+                               and not record.probes[name]]
+    return missing
+''', fails=["missing-by-lap-absent-is-missing"]),
+    dict(name="missing-walks-the-record", cell="missing-by-lap", source='''
+def missing_by_lap(result):
+    missing = {}
+    for record in result.laps:
+        missing[record.lap] = [name for name, present in record.probes.items()
+                               if not present and result.first_seen.get(name) is not None
+                               and record.lap >= result.first_seen[name]]
+    return missing
+''', fails=["missing-by-lap-order", "missing-by-lap-absent-is-missing"]),
+    # concept checks: a look-alike of a letter
+    dict(name="answers-with-a-string-equal-to-anything", cell="q1-answer", source='''
+class Letter(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+q1 = Letter("a")
+''', fails=["q1-check"]),
+]
+RULES += [
+    dict(rule="the static prefix is history[:1]: a later system message keeps its place", test="build-context-system-first",
+         wrong="every-system-message-moved-first"),
+    dict(rule="step None means the largest step, wherever it is in the history", test="build-context-default-step",
+         wrong="step-of-the-last-message"),
+    dict(rule="an explicit step=0 is kept (step is None, not falsy)", test="build-context-default-step",
+         wrong="step-zero-replaced"),
+    dict(rule="a budget with no room for the history raises ctxlab.BudgetError", test="build-context-fits-budget",
+         wrong="impossible-budget-swallowed"),
+    dict(rule="equal messages match whatever the order of their keys", test="prefix-reuse-any-field-differs",
+         wrong="compares-json-without-sorted-keys"),
+    dict(rule="equal messages match whatever the order of their keys", test="prefix-reuse-any-field-differs",
+         wrong="compares-the-repr"),
+    dict(rule="a message differing in a field outside role, content and the tool keys ends the prefix",
+         test="prefix-reuse-any-field-differs", wrong="compares-a-list-of-fields"),
+    dict(rule="first_seen is compared with the record's lap, not its step", test="policy-row-probes-from-first-seen",
+         wrong="first-seen-compared-with-the-step"),
+    dict(rule="laps are matched by number, not by position", test="policy-row-probes-from-first-seen",
+         wrong="first-seen-as-a-position"),
+    dict(rule="probes kept follow result.probes, not first_seen", test="policy-row-probes-in-order",
+         wrong="probes-in-first-seen-order"),
+    dict(rule="a name a lap's probes lacks is not present", test="policy-row-probe-that-comes-back",
+         wrong="probe-read-without-get"),
+    dict(rule="a short question is small talk too", test="small-talk-user-chatter", wrong="small-talk-questions-kept"),
+    dict(rule="pinned turns count among the newest keep_recent", test="small-talk-recent-turns",
+         wrong="small-talk-recent-counted-among-unpinned"),
+    dict(rule='"tool_calls": None is no tool call', test="small-talk-calls-and-results",
+         wrong="small-talk-tool-calls-key-present"),
+    dict(rule="first_seen is compared with record.lap, not record.step", test="missing-by-lap-not-yet-seen",
+         wrong="missing-compared-with-the-step"),
+    dict(rule="a name the record lacks, or None, is missing", test="missing-by-lap-absent-is-missing",
+         wrong="missing-only-when-false"),
+    dict(rule="a record without a name does not raise", test="missing-by-lap-absent-is-missing",
+         wrong="missing-read-without-get"),
+    dict(rule="names follow result.probes, not the record's probes", test="missing-by-lap-order",
+         wrong="missing-walks-the-record"),
+    dict(rule="a concept-check answer is a plain str", test="q1-check", wrong="answers-with-a-string-equal-to-anything"),
+]
+
+# Answers that hand an exercise to ctxlab's own code; each must lose the named tests' points.
+ATTACKS = [
+    dict(name="policy-row-from-missing-by-lap", cell="policy-row", source='''
+def policy_row(result):
+    tokens = [lap.tokens for lap in result.laps]
+    missing = result.missing_by_lap()
+    lost = {name for names in missing.values() for name in names}
+    kept = [n for n in result.probes if result.first_seen.get(n) is not None and n not in lost
+            and any(lap.lap >= result.first_seen[n] for lap in result.laps)]
+    return {
+        "policy": result.policy,
+        "peak tokens": max(tokens),
+        "billed input": sum(tokens),
+        "prefix reused": sum(lap.reused for lap in result.laps) / sum(tokens),
+        "probes kept": kept,
+    }
+''', fails=["policy-row-visible", "policy-row-probe-that-comes-back", "policy-row-probes-from-first-seen",
+            "policy-row-probes-in-order"]),
+]
+ATTACKS += [
+    dict(name='missing-by-lap-copies-the-code-object', cell='missing-by-lap', source='''
+import types
+_m = ctxlab.ReplayResult.missing_by_lap
+_copy = types.FunctionType(_m.__code__, _m.__globals__, "missing_by_lap", _m.__defaults__, _m.__closure__)
+def missing_by_lap(result):
+    return _copy(result)
+''', fails=['missing-by-lap-visible', 'missing-by-lap-keys-are-laps']),
+]
+ATTACKS += [
+    dict(name='prefix-reuse-copies-the-code-object', cell='prefix-reuse', source='''
+import types
+_p = ctxlab.prefix_reuse
+_copy = types.FunctionType(_p.__code__, _p.__globals__, "prefix_reuse", _p.__defaults__, _p.__closure__)
+_copy.__kwdefaults__ = dict(_p.__kwdefaults__ or {})
+def prefix_reuse(previous, current):
+    return _copy(previous, current, within_message=False)
+''', fails=['prefix-reuse-visible', 'prefix-reuse-stops-at-first-difference']),
+]
+ATTACKS += [
+    dict(name='small-talk-copies-the-code-object', cell='small-talk', source='''
+import types, importlib
+_ev = importlib.import_module("ctxlab.eviction")
+_g = _ev.small_talk_groups
+_groups = types.FunctionType(_g.__code__, _g.__globals__, "small_talk_groups", _g.__defaults__, _g.__closure__)
+_groups.__kwdefaults__ = dict(_g.__kwdefaults__ or {})
+def small_talk(messages, keep_recent=1, max_tokens=40):
+    spans = ctxlab.turn_group_spans(messages)
+    pins = ctxlab.pinned_indices(messages)
+    pinned = {g for g, (a, b) in enumerate(spans) if any(i in pins for i in range(a, b))}
+    chosen = _groups(messages, spans, pinned, keep_recent=keep_recent, count=ctxlab.count_message, max_tokens=max_tokens)
+    return [i for g in chosen for i in range(*spans[g])]
+''', fails=['small-talk-visible', 'small-talk-calls-and-results']),
+]
