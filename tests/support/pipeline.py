@@ -71,27 +71,29 @@ def offline_env() -> dict[str, str]:
     return env
 
 
-def load_wrong_answers(lesson: str) -> list[WrongAnswer]:
+def _answers_module(lesson: str):
+    """``tests/wrong_answers/<lesson>.py`` loaded, or None when the lesson has none."""
     path = REPO / "tests" / "wrong_answers" / f"{lesson.replace('-', '_')}.py"
     if not path.exists():
-        return []
-    spec = importlib.util.spec_from_file_location(f"wrong_answers_{lesson}", path)
+        return None
+    spec = importlib.util.spec_from_file_location(f"wrong_answers_{lesson.replace('-', '_')}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return [WrongAnswer(**w) for w in module.WRONG_ANSWERS]
+    return module
+
+
+def load_wrong_answers(lesson: str) -> list[WrongAnswer]:
+    """The lesson's ``WRONG_ANSWERS``: each must fail the named tests with an AssertionError."""
+    module = _answers_module(lesson)
+    return [WrongAnswer(**w) for w in module.WRONG_ANSWERS] if module else []
 
 
 def load_attacks(lesson: str) -> list[WrongAnswer]:
     """Answers that hand an exercise to ctxlab's own code by a way around the reference switch-off
     (a private helper, a subclass, a copy of the code object): each must lose the named tests'
     points, whatever the error."""
-    path = REPO / "tests" / "wrong_answers" / f"{lesson.replace('-', '_')}.py"
-    if not path.exists():
-        return []
-    spec = importlib.util.spec_from_file_location(f"attacks_{lesson}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return [WrongAnswer(**w) for w in getattr(module, "ATTACKS", [])]
+    module = _answers_module(lesson)
+    return [WrongAnswer(**w) for w in getattr(module, "ATTACKS", [])] if module else []
 
 
 def copy_course(dest: Path) -> Path:
