@@ -232,3 +232,70 @@ def test_the_reference_stays_off_for_subclasses_methods_closures_and_copies():
     assert "keeps the code object of ctxlab.turn_groups" in verdicts["saved code"], verdicts
     assert verdicts["own answer"] == "ran True", verdicts
     assert verdicts["after"] == "ran 1 1", verdicts  # everything is switched on again
+
+
+LEARNER_CALLS_BACK = '''
+MESSAGES = [{"role": "user", "content": "hello there"}]
+
+def total_of(counter):  # the test's own object: its method is the reference, and runs in the judge
+    return counter.messages(MESSAGES)
+
+def text_of(counter):  # an answer of its own using another of the object's methods: still works
+    return counter.text("hello there")
+
+def other_total(counter):  # another exercise's answer: that reference is not this one's
+    return counter.messages(MESSAGES)
+'''
+
+
+def test_a_method_of_the_tests_own_object_is_off_while_the_answer_runs():
+    """The learner's kernel is another process here, as in grading. The test builds a
+    ``TokenCounter`` in the judge (it crosses as a handle) and hands it to the answer, whose
+    code calls back its method, ctxlab's own answer: that runs in the judge, so the judge
+    switches it off there too while the answer runs. The test's own calls of it still work."""
+    out = run(f"""
+        import json, os, tempfile
+        from IPython.core.interactiveshell import InteractiveShell
+        import autograder.judging.agent as agent
+        import autograder.judging.judge as judge
+        from autograder.judging.errors import ReferenceDisabled
+        from autograder.references import forbid_map
+        shell = InteractiveShell.instance()
+        path = os.path.join(tempfile.mkdtemp(), "judge.sock")
+        judge.start("n0", path, 10.0)
+        child = os.fork()
+        if child == 0:  # the learner's kernel
+            learner = {{}}
+            exec({LEARNER_CALLS_BACK!r}, learner)
+            agent._namespace = lambda: learner
+            agent.install()
+            agent.serve(path, "tok", 10.0)
+            os._exit(0)
+        import ctxlab
+        forbid = forbid_map({{"total_of": ["ctxlab.TokenCounter.messages"],
+                              "text_of": ["ctxlab.TokenCounter.messages"]}})
+        judge.begin("n1", "tok", ["total_of", "text_of", "other_total"], forbid)
+        ns = shell.user_ns
+        counter = ctxlab.TokenCounter()
+        messages = [{{"role": "user", "content": "hello there"}}]
+        verdicts = {{"before": f"ran {{counter.messages(messages)}}", "text": f"ran {{counter.text('hello there')}}"}}
+        cases = {{"callback": lambda: ns["total_of"](counter), "own answer": lambda: ns["text_of"](counter),
+                 "other exercise": lambda: ns["other_total"](counter)}}
+        for label, case in cases.items():
+            try:
+                verdicts[label] = f"ran {{case()}}"
+            except ReferenceDisabled as err:
+                verdicts[label] = f"off: {{err}}"
+        verdicts["after"] = f"ran {{counter.messages(messages)}}"
+        judge.end("n2")
+        os.waitpid(child, 0)
+        print(json.dumps(verdicts))
+    """)
+    import json
+
+    verdicts = json.loads(out.splitlines()[-1])
+    assert verdicts["callback"].startswith("off: "), verdicts
+    assert "ctxlab.TokenCounter.messages is ctxlab's own answer" in verdicts["callback"], verdicts
+    assert verdicts["own answer"] == verdicts["text"], verdicts
+    assert verdicts["other exercise"] == verdicts["before"], verdicts
+    assert verdicts["after"] == verdicts["before"], verdicts

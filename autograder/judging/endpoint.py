@@ -15,11 +15,18 @@ or ctxlab dataclass argument in place, the caller's own object is updated to mat
 The judge's endpoint is ``guarded``: the learner's side may only call what the judge handed
 it, read its public attributes (never a name starting with ``_``, so no ``__globals__`` or
 ``__code__`` of a test's spy) and never set attributes of the judge's objects.
+
+Each proxy knows which of the learner's answers it belongs to (:attr:`Endpoint.answers`): a
+name the judge bound, or the answer whose request handed it out. While a request about an
+answer is out, the other side's requests are answered inside ``switch_off(names)`` (the
+judge's: ctxlab's references for those answers are off in the judge too), so a method of an
+object the test built, called back by the learner's code, is not a way to ctxlab's own answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -35,13 +42,17 @@ class Endpoint:
 
     def __init__(self, owner: str, *, guarded: bool, encoding_loader: Callable[[str], Any] | None,
                  make_error: Callable[[dict], BaseException], describe_error: Callable[[BaseException], str],
-                 extra_ops: dict[str, Callable[[dict], dict]] | None = None) -> None:
+                 extra_ops: dict[str, Callable[[dict], dict]] | None = None,
+                 switch_off: Callable[[list[str]], contextlib.AbstractContextManager] | None = None) -> None:
         self.owner = owner
         self.guarded = guarded
         self.encoding_loader = encoding_loader
         self.codec = Codec(owner, make_proxy=self._proxy, make_error=make_error, describe_error=describe_error)
         self.extra_ops = dict(extra_ops or {})
         self.peer: Peer | None = None
+        self.switch_off = switch_off
+        self.answers: dict[int, str] = {}  # id of the other side's object -> the answer it belongs to
+        self._running: list[str | None] = []  # the answers whose requests are out, innermost last
 
     # ------------------------------------------------------------------ sending
 
@@ -52,7 +63,7 @@ class Endpoint:
         return self.codec.decode(data, self.encoding_loader)
 
     def request(self, message: dict) -> Any:
-        """Send a request; return the decoded value of its reply or raise the error it carries."""
+        """Send a request; return its reply or raise the error it carries."""
         if self.peer is None:
             raise ChannelError("the channel to the other side is not open")
         reply = self.peer.request(message)
@@ -64,15 +75,42 @@ class Endpoint:
             raise ChannelError("the other side sent a malformed error")
         return reply
 
+    def ask(self, message: dict) -> Any:
+        """Send a request about one of the other side's objects; return its decoded value.
+
+        While it is out, and while its value is decoded, the request works for the answer its
+        target belongs to: the other side's requests meanwhile are answered with that answer's
+        references off (``switch_off``), and the objects it hands out belong to it too.
+        """
+        target = message.get("target")
+        name = self.answers.get(target.get("id")) if type(target) is dict else None
+        self._running.append(name)
+        try:
+            return self.decode(self.request(message).get("value"))
+        finally:
+            self._running.pop()
+
+    def bind(self, name: str, data: Any) -> Any:
+        """Decode ``data``, the other side's value for its answer ``name``: its objects belong to it."""
+        self._running.append(name)
+        try:
+            return self.decode(data)
+        finally:
+            self._running.pop()
+
     def call(self, target: dict, args: tuple, kwargs: dict, method: str | None = None) -> Any:
         enc_args = [self.encode(a) for a in args]
         enc_kwargs = {str(k): self.encode(v) for k, v in kwargs.items()}
-        reply = self.request({"op": "call", "target": target, "method": method,
-                              "args": enc_args, "kwargs": enc_kwargs})
-        self._copy_back(args, enc_args, reply.get("args_after"))
-        self._copy_back(list(kwargs.values()), list(enc_kwargs.values()),
-                        [(reply.get("kwargs_after") or {}).get(str(k)) for k in kwargs])
-        return self.decode(reply.get("value"))
+        self._running.append(self.answers.get(target.get("id")))
+        try:
+            reply = self.request({"op": "call", "target": target, "method": method,
+                                  "args": enc_args, "kwargs": enc_kwargs})
+            self._copy_back(args, enc_args, reply.get("args_after"))
+            self._copy_back(list(kwargs.values()), list(enc_kwargs.values()),
+                            [(reply.get("kwargs_after") or {}).get(str(k)) for k in kwargs])
+            return self.decode(reply.get("value"))
+        finally:
+            self._running.pop()
 
     def _copy_back(self, originals: list, before: list, after: Any) -> None:
         if type(after) is not list or len(after) != len(originals):
@@ -95,6 +133,17 @@ class Endpoint:
 
     def handle(self, message: dict) -> dict:
         """Answer one request of the other side: ``{"ok": True, ...}`` or ``{"ok": False, "error": ...}``."""
+        running = sorted({name for name in self._running if name is not None})
+        if not running or self.switch_off is None or message.get("op") in self.extra_ops:
+            return self._handle(message)
+        try:
+            guard = self.switch_off(running)
+        except Exception as err:  # noqa: BLE001 - reported as data like any failure
+            return {"ok": False, "error": self.codec.error(err)}
+        with guard:
+            return self._handle(message)
+
+    def _handle(self, message: dict) -> dict:
         try:
             op = message.get("op")
             if op in self.extra_ops:
@@ -184,6 +233,9 @@ class Endpoint:
     # ------------------------------------------------------------------ proxies
 
     def _proxy(self, ref: dict) -> Remote:
+        owner = next((name for name in reversed(self._running) if name is not None), None)
+        if owner is not None and type(ref.get("id")) is int:
+            self.answers.setdefault(ref["id"], owner)
         return Remote(self, ref)
 
 
@@ -206,16 +258,14 @@ class Remote:
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        reply = self._endpoint.request({"op": "getattr", "target": self._ref, "name": name})
-        return self._endpoint.decode(reply.get("value"))
+        return self._endpoint.ask({"op": "getattr", "target": self._ref, "name": name})
 
     def __setattr__(self, name: str, value) -> None:
         self._endpoint.request({"op": "setattr", "target": self._ref, "name": name,
                                 "value": self._endpoint.encode(value)})
 
     def _special(self, kind: str, **extra):
-        reply = self._endpoint.request({"op": "special", "target": self._ref, "kind": kind, **extra})
-        return self._endpoint.decode(reply.get("value"))
+        return self._endpoint.ask({"op": "special", "target": self._ref, "kind": kind, **extra})
 
     def __len__(self) -> int:
         value = self._special("len")
@@ -246,8 +296,7 @@ class Remote:
     def __instancecheck__(self, instance) -> bool:
         if not isinstance(instance, Remote):
             return False
-        reply = self._endpoint.request({"op": "isinstance", "target": self._ref, "object": instance._ref})
-        return reply.get("value") is True
+        return self._endpoint.ask({"op": "isinstance", "target": self._ref, "object": instance._ref}) is True
 
     def __eq__(self, other) -> bool:
         return self is other

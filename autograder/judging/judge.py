@@ -11,7 +11,10 @@ learner wrote. The grader calls, through ``user_expressions``:
   (switched off while the judge calls that answer), and bind each of the learner's answer names in this namespace to what
   the learner defined: plain data as it is, functions, classes and objects as proxies
   (:class:`~.endpoint.Remote`). A name the learner did not define is left unbound, so the test
-  fails with ``NameError`` as it would in the learner's kernel;
+  fails with ``NameError`` as it would in the learner's kernel. While the judge's call of an
+  answer is out, the same references are off in this kernel too (:func:`_switched_off`): the
+  learner's code may call back a method of an object the test built here, and that must not
+  be a way to ctxlab's own answer;
 * :func:`rebind` before each further test cell of a run of consecutive ones, which share one
   connection: forget the last test's objects on both sides (objects live for one test cell)
   and bind the names again, to what they are in the learner's kernel now;
@@ -30,6 +33,7 @@ import os
 import socket
 import sys
 
+from . import agent
 from .endpoint import Endpoint
 from .errors import rebuild
 from .memo import memoize_tokens
@@ -37,7 +41,7 @@ from .wire import ChannelError, Peer
 
 __all__ = ["start", "begin", "rebind", "end", "reset"]
 
-_state: dict = {"listener": None, "peer": None, "endpoint": None, "bound": [], "timeout": 60.0}
+_state: dict = {"listener": None, "peer": None, "endpoint": None, "bound": [], "timeout": 60.0, "forbid": {}}
 
 
 def _namespace() -> dict:
@@ -54,6 +58,24 @@ def _describe_error(err: BaseException) -> str:
     if isinstance(err, AssertionError):
         return "a check in the test's own code failed"  # never hand a test's expectations to the learner
     return str(err)
+
+
+@contextlib.contextmanager
+def _switched_off(names: list[str]):
+    """ctxlab's references for the answers ``names`` off in this kernel while the learner's
+    code, running for one of them, has the judge answer a request (a method of an object the
+    test built here, called back): the same switch-off the agent applies on the learner's side."""
+    targets = [target for name in names for target in _state["forbid"].get(name, [])]
+    if not targets:
+        yield
+        return
+    if not agent._functions:
+        agent.install()
+    switched = agent.disable(targets)
+    try:
+        yield
+    finally:
+        agent.restore(switched)
 
 
 def _report(nonce: str, **fields) -> str:
@@ -100,7 +122,8 @@ def begin(nonce: str, token: str, names: list, forbid: dict) -> str:
     namespace = _namespace()
     _unbind(namespace)
     endpoint = Endpoint("judge", guarded=True, encoding_loader=_encoding, make_error=rebuild,
-                        describe_error=_describe_error)
+                        describe_error=_describe_error, switch_off=_switched_off)
+    _state["forbid"] = {str(k): v for k, v in forbid.items() if type(v) is list} if type(forbid) is dict else {}
     try:
         peer = _accept(token)
     except (OSError, ChannelError) as err:
@@ -123,7 +146,7 @@ def _bind(namespace: dict, endpoint: Endpoint, names: list) -> list[str]:
     bound = []
     for name in names:
         if name in values:
-            namespace[name] = endpoint.decode(values[name])
+            namespace[name] = endpoint.bind(name, values[name])
             bound.append(name)
     _state["bound"] = bound
     return bound
@@ -140,6 +163,7 @@ def rebind(nonce: str, names: list) -> str:
         return _report(nonce, ok=False, error="the connection to the learner's kernel is gone: "
                                               + str((peer.broken if peer is not None else None) or "none open"))
     endpoint.codec.forget()
+    endpoint.answers.clear()
     try:
         endpoint.request({"op": "next"})
         bound = _bind(namespace, endpoint, names)

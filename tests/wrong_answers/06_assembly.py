@@ -686,7 +686,17 @@ def policy_row(result):
         "probes kept": kept,
     }
 ''', fails=["policy-row-visible", "policy-row-probe-that-comes-back", "policy-row-probes-from-first-seen",
-            "policy-row-probes-in-order"]),
+            "policy-row-probes-in-order", "policy-row-matches-the-replays"]),
+    # The replays the last test of each exercise builds in the judge hold a log, so they reach
+    # the answer as handles whose methods run in the judge: the judge switches them off too.
+    dict(name="policy-row-asks-the-tests-replay-for-its-summary", cell="policy-row", source='''
+def policy_row(result):
+    return dict(result.summary())
+''', fails=["policy-row-visible", "policy-row-matches-the-replays"]),
+    dict(name="missing-by-lap-asks-the-tests-replay", cell="missing-by-lap", source='''
+def missing_by_lap(result):
+    return dict(result.missing_by_lap())
+''', fails=["missing-by-lap-visible", "missing-by-lap-matches-the-replays"]),
 ]
 ATTACKS += [
     dict(name='missing-by-lap-copies-the-code-object', cell='missing-by-lap', source='''
