@@ -25,8 +25,8 @@ object the test built, called back by the learner's code, is not a way to ctxlab
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
