@@ -4,7 +4,10 @@ the early-stopping ``fit`` against the floor.
 * **Per-lap cost.** A run made by repeating the research transcript's laps with fresh ids
   (:func:`ctxlab.transcripts.repeat_laps`) is assembled lap after lap by a
   :class:`ctxlab.Assembler` (32k window, summary capped at 2,000 tokens, the offline
-  summariser). At 200, 2,000 and 10,000 messages the next laps are timed (median), and set
+  summariser). Every text of a repeated lap carries its lap number (:func:`_unique_texts`),
+  so no new message can be counted from memory: the Assembler encodes each lap's new
+  messages as the encoding reference does. At 200, 2,000 and 10,000 messages the next laps
+  are timed (median), and set
   against two references: the same laps through ``ctxlab.build_context`` with the previous
   lap's state (what the library offered before the Assembler), and encoding that lap's new
   messages once (``encode_ordinary`` on each counted string: the least work a lap can do).
@@ -12,7 +15,8 @@ the early-stopping ``fit`` against the floor.
   (validating and counting them) then :meth:`~ctxlab.Assembler.build`, which is what
   ``context(run[:i])`` does; the first part is reported on its own.
   Targets: a lap at 2,000 messages costs at most 2x a lap at 200; at 10,000 messages at most
-  1.5x encoding the lap's new messages.
+  1.5x encoding the lap's new messages. The run with the transcript's texts repeated as they
+  are (which the counter answers partly from memory) is timed at the largest size too.
 * **Soak.** 1,000 laps: tokens per lap, the summary's size, time per lap.
 * **Early stop.** ``ctxlab.fit`` (newest first, counting only the pins and what it keeps) on
   a 5,000-message history of ``histories.history`` against ``contenders.floor`` (every
@@ -21,6 +25,7 @@ the early-stopping ``fit`` against the floor.
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from pathlib import Path
@@ -37,13 +42,54 @@ FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 40, "soak": 1_000, "fit_siz
 QUICK = {"sizes": (60, 200), "laps_timed": 3, "soak": 30, "fit_size": 300}
 
 
-def _run(messages: int) -> tuple[list[dict], list[int]]:
+def _run(messages: int, *, unique: bool = True) -> tuple[list[dict], list[int]]:
     laps = max(4, messages // 2)
     run = repeat_laps(ctxlab.load_transcript("research"), laps)
     while len(run) < messages + 200:
         laps *= 2
         run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    if unique:
+        run = _unique_texts(run)
     return run, ctxlab.model_calls(run)
+
+
+def _marked(text: str, lap: int) -> str:
+    """``text`` made particular to lap ``lap``: a JSON object gets a ``"lap"`` key first (it
+    stays JSON, so it is compressed as JSON), any other text ends with ``(lap N)``.
+
+    >>> _marked('{"q": "heat pumps"}', 7), _marked("Searching again.", 7)
+    ('{"lap": 7, "q": "heat pumps"}', 'Searching again. (lap 7)')
+    """
+    stripped = text.lstrip()
+    if stripped.startswith("{") and not stripped.startswith("{}"):
+        marked = text.replace("{", f'{{"lap": {lap}, ', 1)
+        try:
+            json.loads(marked)
+            return marked
+        except json.JSONDecodeError:
+            pass
+    return f"{text} (lap {lap})"
+
+
+def _unique_texts(run: list[dict]) -> list[dict]:
+    """``run`` with every text of lap 1 on (contents, tool-call arguments; the user messages,
+    kept once, aside) marked with its lap, so no lap repeats another's texts."""
+    out = []
+    for message in run:
+        lap = message.get("step", 0)
+        if lap < 1 or message["role"] == "user":
+            out.append(message)
+            continue
+        message = dict(message)
+        if isinstance(message.get("content"), str):
+            message["content"] = _marked(message["content"], lap)
+        if message.get("tool_calls"):
+            message["tool_calls"] = [
+                {**call, "function": {**call["function"], "arguments": _marked(call["function"]["arguments"], lap)}}
+                for call in message["tool_calls"]
+            ]
+        out.append(message)
+    return out
 
 
 def _new_strings(messages: list[dict]) -> list[str]:
@@ -62,12 +108,13 @@ def _newly_compressed(record: list[dict], step: int) -> list[str]:
     return texts
 
 
-def per_lap(size: int, laps_timed: int) -> dict:
+def per_lap(size: int, laps_timed: int, *, unique: bool = True) -> dict:
     """Median seconds of a lap at ``size`` messages: Assembler, build_context, encoding the new.
 
     Each is timed in its own pass over the same laps, so none runs in the caches another has
-    just filled (or emptied: ``build_context`` at 10,000 messages is 50 ms of other work)."""
-    run, calls = _run(size)
+    just filled (or emptied: ``build_context`` at 10,000 messages is 50 ms of other work).
+    ``unique=False`` keeps the transcript's texts as they are on every repeat."""
+    run, calls = _run(size, unique=unique)
     tools = ctxlab.load_tools("research")
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
     assembler = ctxlab.Assembler(BUDGET, tools=tools, client=ctxlab.OfflineSummariser())
@@ -148,6 +195,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     """Run the three measurements and return the report's section."""
     options = QUICK if quick else FULL
     laps = [per_lap(size, options["laps_timed"]) for size in options["sizes"]]
+    repeated = per_lap(options["sizes"][-1], options["laps_timed"], unique=False)
     soaked = soak(options["soak"])
     stop = early_stop(options["fit_size"])
     rows = [(f"{r['size']:,}", measure.seconds(r["assembler"]), measure.seconds(r["extend"]),
@@ -159,7 +207,8 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         "",
         "Per-lap cost of `ctxlab.Assembler` (kept across laps) and of `ctxlab.build_context` with the previous",
         "lap's state, at a given record length, against encoding that lap's new messages once. Research laps",
-        "repeated with fresh ids; 32k window, summary capped at 2,000 tokens, offline summariser; median of",
+        "repeated with fresh ids, each text marked with its lap; 32k window, summary capped at 2,000 tokens,",
+        "offline summariser; median of",
         f"{options['laps_timed']} laps (laps that compact included; 40 is one of each of the transcript's laps), each",
         "column timed in its own pass over the same laps. \"encode new + compressed\" also encodes the compressed",
         "text of the tool results whose age tier changes at that lap, which the lap must count too.",
@@ -177,6 +226,10 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     lines.append(f"- At {large['size']:,} messages a lap costs {large['assembler'] / large['encode_new']:.1f}x encoding "
                  f"its new messages (target: at most 1.5x), {large['assembler'] / large['encode_all_new']:.1f}x encoding "
                  "them and the newly compressed results.")
+    lines.append(f"- With the transcript's texts repeated unmarked (new messages partly counted from memory), at "
+                 f"{repeated['size']:,} messages: Assembler {measure.seconds(repeated['assembler'])}, encoding the new "
+                 f"{measure.seconds(repeated['encode_new'])}, {repeated['assembler'] / repeated['encode_new']:.1f}x "
+                 f"({repeated['assembler'] / repeated['encode_all_new']:.1f}x with the newly compressed results).")
     lines += [
         "",
         f"Soak: {soaked['laps']:,} laps ({soaked['messages']:,} messages); prompts {soaked['tokens_min']:,} to "

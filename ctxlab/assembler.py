@@ -14,12 +14,20 @@ pins, and what is out of the prompt. A lap that does not cut only adds the new m
 recompresses the tool results whose tier changes (a heap of the steps at which they do), then
 copies the cached messages into the prompt. What a lap logs and the scratchpad's message
 are made once per change too: the ``compress`` event's entries when a result changes tier (a
-lap fills in their ages), the scratchpad when its fields change. A lap that cuts, or a step that goes back, runs the
-full pipeline (:func:`ctxlab.assemble`) and the window is rebuilt at the new cut.
+lap fills in their ages), the scratchpad when its fields change. A lap that cuts, or a step
+that goes back, runs the full pipeline (:func:`ctxlab.assemble`) and the window is rebuilt at
+the new cut.
+
+Counting stays exact and encodes little twice. A long tool result of text, which
+:func:`ctxlab.compress` will shrink to its head and tail, is encoded in three pieces cut at
+line starts near those cuts when it arrives (cl100k_base never makes a token across a line
+start, so the pieces add up to the whole); when it changes tier, its compressed text is
+counted by encoding only what lies between the head and the tail it shares with them.
 
 The prompt returned is the caller's: every message dict is new, and so are its ``tool_calls``
 list, each call and its ``function``, and a list ``content`` with its parts. Only immutable
-values (strings, numbers) are shared with the record and the cache.
+values (strings, numbers) are shared with the record and the cache. Each cached message's
+shape (which calls it holds) is found once, so a lap copies it without looking again.
 
 >>> import ctxlab
 >>> research = ctxlab.load_transcript("research")
@@ -36,7 +44,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .assembly import (
     AssemblyState,
@@ -48,7 +56,7 @@ from .assembly import (
     assemble_detail,
 )
 from .budget import ContextBudget
-from .compression import STUB_PREFIX, compress_history, stub_reference
+from .compression import STUB_PREFIX, _text_cut, compress_history, stub_reference
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
@@ -56,7 +64,7 @@ from .messages import MessageChecker, strip_course_keys
 from .pins import PIN_TOOL, is_pin_call
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import is_summary, summary_message
-from .tokens import REPLY_PRIMING, TokenCounter
+from .tokens import COURSE_KEYS, REPLY_PRIMING, TokenCounter, _line_start_after, _line_start_before
 from .trimming import PINNED_ROLES, pins_itself
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,6 +73,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Assembler"]
 
 Message = Mapping[str, Any]
+
+
+class _Pieces(NamedTuple):
+    """How a long tool result of text was encoded when it arrived: in three pieces, cut at line
+    starts near where :func:`ctxlab.compress` will cut it (it keeps the result's head and tail),
+    so that its compressed text is later counted by encoding only what lies between them
+    (:meth:`ctxlab.TokenCounter._message_reusing`)."""
+
+    head: int  # the first piece is content[:head] ...
+    tail: int  # ... the last content[tail:]
+    head_tokens: int
+    tail_tokens: int
 
 
 class Assembler:
@@ -140,6 +160,9 @@ class Assembler:
         self._static: list[Message] = []
         self._elastic: list[Message] = []
         self._counts: list[int] = []  # tokens of each elastic message
+        self._pieces: list[_Pieces | None] = []  # how each elastic message was encoded, when in pieces
+        self._pieces_kept_from = 0  # elastic index before which no pieces are kept (out of the prompt)
+        self._in_pieces = type(self.counter).message is TokenCounter.message and self.counter._line_cuts
         self._checker = MessageChecker()
         self._memo: dict = {}
         self._tokens = 0  # of the elastic part
@@ -182,12 +205,57 @@ class Assembler:
             if problems:
                 where, problem = problems[0]
                 raise MessageError(f"message {where}: {problem}", index=where)
-        counts = [self.counter.message(m) for m in batch]
+        counts = [self._count_new(m) for m in batch]
         trial.commit()
-        for message, tokens in zip(batch, counts, strict=True):
-            self._add(message, tokens)
+        for message, (tokens, pieces) in zip(batch, counts, strict=True):
+            self._add(message, tokens, pieces)
 
-    def _add(self, message: Message, tokens: int) -> None:
+    def _count_new(self, message: Message) -> tuple[int, _Pieces | None]:
+        """A new message's tokens, and the pieces it was encoded in (see :class:`_Pieces`) when it
+        is a tool result of text that compressing by age will cut into head and tail."""
+        cut = self._head_and_tail(message)
+        if cut is None:
+            return self.counter.message(message), None
+        content = message["content"]
+        head_end, _note, tail_start = cut
+        head, tail = _line_start_before(content, head_end), _line_start_after(content, tail_start)
+        tokens, pieces = self.counter._message_in_pieces(message, content, (head, tail))
+        if pieces is None:
+            return tokens, None
+        return tokens, _Pieces(head, tail, pieces[0], pieces[-1])
+
+    def _head_and_tail(self, message: Message) -> tuple[int, str, int] | None:
+        """Where ``compress`` will cut a tool result that ages (``ctxlab.compression._text_cut``),
+        or ``None``: not such a result, or its counter cannot count in pieces."""
+        if not self._in_pieces or message.get("role") != "tool" or message.get("pinned") is True:
+            return None
+        lap = message.get("step")
+        if lap.__class__ is not int:
+            return None
+        return _text_cut(message.get("content"), self.compression["max_chars"])
+
+    def _count_view(self, e: int, view: Message) -> int:
+        """The tokens of ``view``, the compressed view of the tool result at elastic index ``e``:
+        from the pieces the result was encoded in when it has them, so only the text between its
+        head and its tail (the cut note and the lines it cuts into) is encoded."""
+        pieces = self._pieces[e]
+        text = view.get("content")
+        if pieces is None or text.__class__ is not str:
+            return self.counter.message(view)
+        self._pieces[e] = None  # the counter remembers the view from now on
+        content = self._elastic[e]["content"]
+        return self.counter._message_reusing(view, text, content[:pieces.head], pieces.head_tokens,
+                                             content[pieces.tail:], pieces.tail_tokens)
+
+    def _forget_pieces(self, cut: int) -> None:
+        """Drop the pieces of the messages before ``cut``: the prompt holds no view of them
+        (only pinned groups, whose results do not age, or count from the counter's memory)."""
+        pieces = self._pieces
+        for e in range(self._pieces_kept_from, min(cut, len(pieces))):
+            pieces[e] = None
+        self._pieces_kept_from = max(self._pieces_kept_from, cut)
+
+    def _add(self, message: Message, tokens: int, pieces: _Pieces | None = None) -> None:
         role = message.get("role")
         value = message.get("step")
         if isinstance(value, int) and not isinstance(value, bool):
@@ -210,6 +278,7 @@ class Assembler:
             self._pinned_set.add(group)
         self._elastic.append(message)
         self._counts.append(tokens)
+        self._pieces.append(pieces)
         self._tokens += tokens
 
     # --- assembling -----------------------------------------------------------------------------
@@ -404,6 +473,45 @@ def _needs_deep_copy(message: Mapping[str, Any]) -> bool:
     return message.get("tool_calls").__class__ is list or message.get("content").__class__ is list
 
 
+Calls = tuple[tuple[dict[str, Any], dict[str, Any]], ...]
+
+
+def _sendable(view: Message) -> tuple[dict[str, Any], Calls | None, bool]:
+    """The view's sendable message for the cache (course keys stripped), which owns its
+    nested containers, and how a copy of it is made for the caller: ``calls``, the
+    ``(call, function)`` pairs of tool calls that are plain dicts (when they and a ``content``
+    that is not a list are all it nests), or ``deep`` for any other nesting (:func:`_deepen`).
+
+    >>> call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    >>> view = {"role": "assistant", "content": None, "tool_calls": [call], "step": 3}
+    >>> sendable, calls, deep = _sendable(view)
+    >>> sendable == {"role": "assistant", "content": None, "tool_calls": [call]}, calls is not None, deep
+    (True, True, False)
+    >>> sendable["tool_calls"][0] is call, calls[0] == (sendable["tool_calls"][0], call["function"])
+    (False, True)
+    """
+    sendable = {key: value for key, value in view.items() if key not in COURSE_KEYS}
+    if not _needs_deep_copy(sendable):
+        return sendable, None, False
+    _deepen(sendable)  # the cache's own containers: an edit of the record's cannot reach them
+    calls = sendable.get("tool_calls")
+    if calls.__class__ is list and sendable.get("content").__class__ is not list and _plain_calls(calls):
+        return sendable, tuple((call, call["function"]) for call in calls), False
+    return sendable, None, True
+
+
+def _copy_calls(body: list[dict[str, Any]], shapes: Mapping[int, Calls]) -> None:
+    """Give each message ``body[k]`` (a ``dict.copy`` of a cached one) new tool calls, each
+    call and its ``function`` copied: ``shapes`` maps ``k`` to the cached pairs."""
+    for k, pairs in shapes.items():
+        calls = []
+        for call, function in pairs:
+            call = call.copy()
+            call["function"] = function.copy()
+            calls.append(call)
+        body[k]["tool_calls"] = calls
+
+
 def _plain_calls(calls: list) -> bool:
     """True when every call is a dict whose ``function`` is a dict (what the API sends)."""
     for call in calls:
@@ -474,19 +582,20 @@ class _Window:
         self.changed_before = 0  # tokens of the replaced results, in full
         self.changed_after = 0  # and of what replaces them
         self.compress_event: tuple | None = None  # the compress event's parts, kept until a result changes
-        self.deep: list[int] = []  # view indices whose copy needs more than dict.copy, ascending
-        self.deep_set: set[int] = set()
+        self.call_shapes: dict[int, Calls] = {}  # view index -> the tool calls its copy copies
+        self.deep: set[int] = set()  # view indices whose copy needs _deepen
         self.heap: list[tuple[int, int]] = []  # (step of the next tier change, view index)
         options = owner.compression
         self.keep_full_for = options["keep_full_for"]
         self.compress_after = options["compress_after"]
         starts = owner._starts
+        owner._forget_pieces(cut)
         pinned_before = owner._pinned_before(cut)
         for start, stop in pinned_before:
             self._add_group(owner._group_of(start))
             for e in range(start, stop):
                 self._add(e)
-        self.next_group = next((g for g in range(len(starts)) if starts[g] >= cut), len(starts))
+        self.next_group = bisect.bisect_left(starts, cut)  # the first group from the cut on
         self.covered = cut
         runs, previous = [], 0
         for start, stop in pinned_before:
@@ -584,7 +693,7 @@ class _Window:
             self.changed_before -= full_tokens
             self.changed_after -= self.tokens[k]
         self.compress_event = None
-        self._set(k, view, full_tokens if view is original else self.owner.counter.message(view))
+        self._set(k, view, full_tokens if view is original else self.owner._count_view(self.positions[k], view))
         if view is not original:
             new = view["content"]
             self.changed[k] = {
@@ -605,19 +714,22 @@ class _Window:
         self.total += tokens - self.tokens[k]
         self.tokens[k] = tokens
         self.views[k] = view
-        sendable = self.sendable[k] = strip_course_keys([view])[0]
-        if _needs_deep_copy(sendable):
-            if k not in self.deep_set:
-                self.deep_set.add(k)
-                bisect.insort(self.deep, k)
-        elif k in self.deep_set:
-            self.deep_set.discard(k)
-            self.deep.remove(k)
+        self.sendable[k], calls, deep = _sendable(view)
+        if calls is not None:
+            self.call_shapes[k] = calls
+        else:
+            self.call_shapes.pop(k, None)
+        if deep:
+            self.deep.add(k)
+        else:
+            self.deep.discard(k)
 
     def copies(self) -> list[dict[str, Any]]:
         """Copies of the sendable messages that the caller may change (as :func:`_copy` makes):
-        a ``dict.copy`` each, and new ``tool_calls`` and list contents where there are some."""
+        a ``dict.copy`` each, then new tool calls by each message's kept shape, and
+        :func:`_deepen` for any other nesting."""
         body = list(map(dict.copy, self.sendable))
+        _copy_calls(body, self.call_shapes)
         for k in self.deep:
             _deepen(body[k])
         return body
@@ -661,8 +773,12 @@ class _Window:
             )
             self.compress_event = (entries, replaced, detail)
         entries, replaced, detail = self.compress_event
+        changes = []
+        for entry in entries:  # each lap's own entries, with their ages
+            change = entry.copy()
+            change["age"] = step - change["lap"]
+            changes.append(change)
         log.record(
             "compress", lap=step, tokens_before=self.changed_before, tokens_after=self.changed_after,
-            messages=replaced, detail=detail,
-            changes=[{**entry, "age": step - entry["lap"]} for entry in entries],
+            messages=replaced, detail=detail, changes=changes,
         )

@@ -67,6 +67,19 @@ def _cut_text(text: str, max_chars: int) -> str:
     """Head and tail of ``text`` at line boundaries, with a note of what was cut between."""
     if len(text) <= max_chars:
         return text
+    head_end, note, tail_start = _cut_points(text, max_chars)
+    return text[:head_end] + note + text[tail_start:]
+
+
+def _cut_points(text: str, max_chars: int) -> tuple[int, str, int]:
+    """Where :func:`_cut_text` cuts ``text`` (longer than ``max_chars``): it keeps
+    ``text[:head_end] + note + text[tail_start:]``, the note starting and ending with a newline.
+
+    >>> text = "first line\\n" + "noise\\n" * 40 + "last line"
+    >>> head_end, note, tail_start = _cut_points(text, 120)
+    >>> text[:head_end], note.startswith("\\n[... ") and note.endswith(" cut ...]\\n"), text[tail_start:]
+    ('first line\\nnoise\\nnoise\\nnoise\\nnoise\\nnoise\\nnoise', True, 'noise\\nnoise\\nnoise\\nlast line')
+    """
     total, total_lines = len(text), text.count("\n") + 1
     widest = f"\n[... {total:,} of {total:,} chars ({total_lines:,} lines) cut ...]\n"
     room = max_chars - len(widest)
@@ -80,10 +93,44 @@ def _cut_text(text: str, max_chars: int) -> str:
         tail = tail[tail.index("\n") + 1 :]
     cut = text[len(head) : len(text) - len(tail)]
     note = f"\n[... {len(cut):,} of {total:,} chars ({cut.count(chr(10)) + 1:,} lines) cut ...]\n"
-    return head.rstrip("\n") + note + tail.lstrip("\n")
+    return len(head.rstrip("\n")), note, len(text) - len(tail.lstrip("\n"))
+
+
+def _text_cut(content: Any, max_chars: int) -> tuple[int, str, int] | None:
+    """``(head_end, note, tail_start)`` when :func:`compress` shrinks ``content`` by keeping
+    its head and tail (``content[:head_end] + note + content[tail_start:]``), else ``None``
+    (it fits, or it may be JSON, which is shrunk by its structure).
+
+    A counter can encode such a result in pieces cut near ``head_end`` and ``tail_start``,
+    and then count the compressed text from those pieces (:class:`ctxlab.Assembler` does).
+
+    >>> text = "x" * 300 + "\\n" + "y" * 300
+    >>> head_end, note, tail_start = _text_cut(text, 200)
+    >>> compress(text, 200) == text[:head_end] + note + text[tail_start:]
+    True
+    >>> _text_cut('{"a": 1}', 200), _text_cut("[" + "1, " * 100 + "1]", 200)
+    (None, None)
+    """
+    if content.__class__ is not str or isinstance(max_chars, bool) or not isinstance(max_chars, int):
+        return None
+    if max_chars < MIN_CHARS or len(content) <= max_chars or content.lstrip()[:1] in ("{", "["):
+        return None
+    return _cut_points(content, max_chars)
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})  # JSON's scalars but strings: never cut
 
 
 def _shrink(value: Any, items: int, chars: int, cuts: dict[str, int]) -> Any:
+    """``value`` with lists cut to ``items`` and strings to ``chars``, counting the cuts.
+
+    An item that no level can cut (a number, ``None``, a string within ``chars``) is kept
+    without a call: most of a search result's nodes are such leaves.
+
+    >>> cuts = {"lists": 0, "items": 0, "strings": 0, "chars": 0}
+    >>> _shrink({"n": 1, "tags": ["a", "b", "c"], "text": "x" * 12}, 2, 5, cuts), cuts["items"]
+    ({'n': 1, 'tags': ['a', 'b', '...[+1 more of 3 items]'], 'text': 'xxxxx...[+7 chars]'}, 1)
+    """
     if isinstance(value, str):
         if len(value) > chars:
             cuts["strings"] += 1
@@ -91,14 +138,20 @@ def _shrink(value: Any, items: int, chars: int, cuts: dict[str, int]) -> Any:
             return value[:chars] + f"...[+{len(value) - chars:,} chars]"
         return value
     if isinstance(value, list):
-        kept = [_shrink(v, items, chars, cuts) for v in value[:items]]
+        kept = [
+            v if v.__class__ in _SCALARS or (v.__class__ is str and len(v) <= chars) else _shrink(v, items, chars, cuts)
+            for v in value[:items]
+        ]
         if len(value) > items:
             cuts["lists"] += 1
             cuts["items"] += len(value) - items
             kept.append(f"...[+{len(value) - items} more of {len(value)} items]")
         return kept
-    if isinstance(value, Mapping):
-        return {k: _shrink(v, items, chars, cuts) for k, v in value.items()}
+    if value.__class__ is dict or isinstance(value, Mapping):
+        return {
+            k: v if v.__class__ in _SCALARS or (v.__class__ is str and len(v) <= chars) else _shrink(v, items, chars, cuts)
+            for k, v in value.items()
+        }
     return value
 
 

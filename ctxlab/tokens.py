@@ -435,6 +435,73 @@ def _message_key(message: Mapping[str, Any]) -> tuple:
     return tuple(parts)
 
 
+# The pre-tokenizer patterns (tiktoken's ``_pat_str``) for which a line start is a clean cut:
+# cl100k_base as tiktoken 0.14 spells it. o200k_base's is not one (it joins "/" to newlines
+# before it), nor is any pattern not listed here: their texts are encoded whole.
+_LINE_CUT_PATTERNS = frozenset({
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+})
+
+
+def _cuts_at_line_starts(encoding: tiktoken.Encoding) -> bool:
+    """True when ``encoding`` never makes a token across a line start (:func:`_line_start`), so a
+    text cut there encodes to its two parts' tokens, in order.
+
+    With cl100k_base's pre-tokenizer, every piece that holds a newline ends at the newline's
+    run, or after the newlines that follow a run of punctuation, and never takes in the first
+    character of the next line when that character is not whitespace; and no piece's match
+    looks past such a line start. So the pieces, and with them the tokens (each piece is
+    encoded on its own), are those of the two parts.
+
+    >>> _cuts_at_line_starts(encoding()), _cuts_at_line_starts(encoding("o200k_base"))
+    (True, False)
+    """
+    return getattr(encoding, "_pat_str", None) in _LINE_CUT_PATTERNS
+
+
+def _line_start(text: str, at: int) -> bool:
+    """True when ``at`` starts a line of ``text`` (not its first) whose first character is not
+    whitespace: a place to cut ``text`` for an encoding that :func:`_cuts_at_line_starts`.
+
+    >>> text = "one\\ntwo\\n  three"
+    >>> [at for at in range(len(text) + 1) if _line_start(text, at)]
+    [4]
+    """
+    return 0 < at < len(text) and text[at - 1] == "\n" and not text[at].isspace()
+
+
+def _line_start_before(text: str, at: int) -> int:
+    """The last :func:`_line_start` of ``text`` at or before ``at``, or 0 when there is none.
+
+    >>> _line_start_before("one\\ntwo\\nthree", 10), _line_start_before("one\\ntwo", 3)
+    (8, 0)
+    """
+    at = min(at, len(text) - 1)
+    while at > 0:
+        if _line_start(text, at):
+            return at
+        at = text.rfind("\n", 0, at - 1) + 1
+    return 0
+
+
+def _line_start_after(text: str, at: int) -> int:
+    """The first :func:`_line_start` of ``text`` at or after ``at``, or ``len(text)`` when there
+    is none.
+
+    >>> _line_start_after("one\\ntwo\\nthree", 5), _line_start_after("one\\ntwo", 5)
+    (8, 7)
+    """
+    at = max(at, 1)
+    while at < len(text):
+        if _line_start(text, at):
+            return at
+        newline = text.find("\n", at)
+        if newline < 0:
+            break
+        at = newline + 1
+    return len(text)
+
+
 class _NotPlain(Exception):
     """Raised inside :func:`_snapshot` for a value that may compare equal to another count."""
 
@@ -498,6 +565,7 @@ class TokenCounter:
         self._cache: dict[tuple, int] = {}  # content key -> tokens
         self._seen: dict[int, tuple[tuple, int]] = {}  # id(message) -> (snapshot, tokens)
         self._short: dict[str, int] = {}  # roles, ids, names: a few distinct short strings
+        self._line_cuts = _cuts_at_line_starts(self.encoding)  # may a text be encoded in pieces?
 
     def text(self, text: str) -> int:
         """Tokens of a plain string; short strings (roles, ids) are remembered."""
@@ -534,6 +602,95 @@ class TokenCounter:
             if len(self._seen) >= self.max_entries:
                 self._seen.pop(next(iter(self._seen)))
             self._seen[id(message)] = (snapshot, tokens)
+        return tokens
+
+    def _remembered(self, message: Mapping[str, Any]) -> tuple[int | None, tuple]:
+        """What :meth:`message` answers from memory for ``message`` (``None`` when it would
+        encode it), and the key it files the message's count under."""
+        if message.__class__ is dict:
+            seen = self._seen.get(id(message))
+            try:
+                if seen is not None and seen[0] == tuple(message.items()):
+                    return seen[1], ()
+            except Exception:  # as in message(): not the snapshot's message
+                pass
+        key = _message_key(message)
+        return self._cache.get(key), key
+
+    def _remember(self, message: Mapping[str, Any], key: tuple, tokens: int) -> None:
+        """File ``tokens`` as the count of ``message`` in both memories, as :meth:`message` does
+        (``key`` empty: in the second only)."""
+        if key:
+            if len(self._cache) >= self.max_entries:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = tokens
+        snapshot = _snapshot(message) if message.__class__ is dict else None
+        if snapshot is not None:
+            if len(self._seen) >= self.max_entries:
+                self._seen.pop(next(iter(self._seen)))
+            self._seen[id(message)] = (snapshot, tokens)
+
+    def _counted_with(self, message: Mapping[str, Any], text: str, text_tokens: int) -> int:
+        """The formula for ``message``, its string ``text`` counting ``text_tokens``."""
+        def encode(value: str) -> int:
+            return text_tokens if value is text else self.text(value)
+
+        return _message_tokens(message, encode, None, self.unknown_image_tokens)
+
+    def _message_in_pieces(
+        self, message: Mapping[str, Any], text: str, cuts: Sequence[int]
+    ) -> tuple[int, list[int] | None]:
+        """:meth:`message`, with ``text`` (the value of one of the message's string fields)
+        encoded in pieces cut at ``cuts`` when the message must be encoded: its tokens, and
+        each piece's tokens, which add up to the text's (``None`` when it was counted from
+        memory, or cut whole because a cut is not a line start this encoding never makes a
+        token across: :func:`_cuts_at_line_starts`).
+
+        >>> counter = TokenCounter()
+        >>> result = {"role": "tool", "tool_call_id": "c1", "content": "head\\nmiddle\\ntail"}
+        >>> counter._message_in_pieces(result, result["content"], (5, 12))
+        (11, [2, 2, 1])
+        >>> counter._message_in_pieces(result, result["content"], (5, 12)), count_message(result)
+        ((11, None), 11)
+        """
+        tokens, key = self._remembered(message)
+        if tokens is not None:
+            self._remember(message, (), tokens)
+            return tokens, None
+        bounds = [0, *cuts, len(text)]
+        if not (self._line_cuts and bounds == sorted(bounds)
+                and all(at in (0, len(text)) or _line_start(text, at) for at in cuts)):
+            return self.message(message), None
+        pieces = [self.text(text[start:stop]) if stop > start else 0 for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+        tokens = self._counted_with(message, text, sum(pieces))
+        self._remember(message, key, tokens)
+        return tokens, pieces
+
+    def _message_reusing(
+        self, message: Mapping[str, Any], text: str, head: str, head_tokens: int, tail: str, tail_tokens: int
+    ) -> int:
+        """:meth:`message`, where ``text`` (the value of one of the message's string fields)
+        may begin with ``head`` and end with ``tail``, strings of ``head_tokens`` and
+        ``tail_tokens``: when both join the rest of ``text`` at a line start (or are empty),
+        only what lies between them is encoded; otherwise the whole text.
+
+        >>> counter = TokenCounter()
+        >>> view = {"role": "tool", "tool_call_id": "c1", "content": "head\\n[cut]\\ntail"}
+        >>> counter._message_reusing(view, view["content"], "head\\n", 2, "tail", 1), count_message(view)
+        (12, 12)
+        """
+        tokens, key = self._remembered(message)
+        if tokens is not None:
+            self._remember(message, (), tokens)
+            return tokens
+        start, stop = len(head), len(text) - len(tail)
+        if (self._line_cuts and start <= stop and text.startswith(head) and text.endswith(tail)
+                and (start == 0 or _line_start(text, start)) and (stop == len(text) or _line_start(text, stop))):
+            text_tokens = head_tokens + (self.text(text[start:stop]) if stop > start else 0) + tail_tokens
+        else:
+            text_tokens = self.text(text)
+        tokens = self._counted_with(message, text, text_tokens)
+        self._remember(message, key, tokens)
         return tokens
 
     def messages(self, messages: Iterable[Mapping[str, Any]]) -> int:

@@ -426,3 +426,97 @@ def test_a_lap_that_does_not_cut_lists_the_dropped_messages_without_copying_the_
     assembler.extend(run[len(assembler):])  # the record grows to the end of the run
     assembler.build(scratchpad=pad())
     assert list(dropped) == record_before  # a view handed out earlier does not change
+
+
+def _vandalise(value):
+    """Change every container inside ``value`` in place: each dict gets a new key and its string
+    values are replaced, each list gets an item appended."""
+    if isinstance(value, dict):
+        for key, item in list(value.items()):
+            _vandalise(item)
+            if isinstance(item, str):
+                value[key] = "changed by the caller"
+        value["added_by_the_caller"] = "x"
+    elif isinstance(value, list):
+        for item in value:
+            _vandalise(item)
+        value.append({"type": "text", "text": "appended by the caller"})
+
+
+def _with_parts_and_parallel_calls(run):
+    """``run`` with list contents (text parts) on its assistant texts and user messages, and a
+    second call beside each first call of the first laps: every shape a prompt copy handles."""
+    out, extra = [], {}
+    for message in run:
+        message = copy.deepcopy(message)
+        if message["role"] in ("user", "assistant") and isinstance(message.get("content"), str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+        if message.get("tool_calls") and message.get("step", 0) <= 12:
+            first = message["tool_calls"][0]
+            twin = {**first, "id": first["id"] + "_twin", "function": dict(first["function"])}
+            message["tool_calls"].append(twin)
+            extra[first["id"]] = twin["id"]
+        out.append(message)
+        if message["role"] == "tool" and message["tool_call_id"] in extra:
+            out.append({**message, "tool_call_id": extra[message["tool_call_id"]], "content": "the twin's result"})
+    return out
+
+
+def test_editing_every_part_of_a_prompt_never_reaches_a_later_lap_or_the_record():
+    """The caller owns the prompt: every message, its tool calls, each call and its function,
+    list contents and their parts. Changing all of them after each lap leaves the next laps'
+    prompts equal to build_context's, and the record and the log's messages as they were."""
+    run = _with_parts_and_parallel_calls(long_run(60))
+    pristine = copy.deepcopy(run)
+    tools = ctxlab.load_tools("research")
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
+    assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
+    state, counter, seen = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0
+    for lap, index in enumerate(ctxlab.model_calls(run)):
+        want = ctxlab.build_context(pristine[:index], budget, tools=tools, scratchpad=pad(), state=state,
+                                    client=ctxlab.OfflineSummariser(), count=counter.message)
+        ours = assembler.context(run[:index], scratchpad=pad())
+        state = want.state
+        assert ours.messages == want.messages and ours.tokens == want.tokens, f"lap {lap}"
+        assert [(e.kind, e.data) for e in list(assembler.log)[seen:]] == [(e.kind, e.data) for e in want.log]
+        seen = len(assembler.log)
+        _vandalise(ours.messages)
+    assert run == pristine
+    assert all("changed by the caller" not in json.dumps(m) for m in assembler.log.messages())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "Z", "é", "9", "12", "'s", "'", ".", ",", "/", "(", "[", "{", "\"", "-",
+                                 " ", "  ", "\t", "\n", "\n\n", "\r", "\r\n", "\u00a0", "\u2028", "\x1c", "中", "😀"]),
+                max_size=40).map("".join))
+def test_a_line_start_is_a_clean_cut_for_cl100k(text):
+    """What lets the Assembler count a compressed result from the pieces of the full one:
+    cl100k_base encodes a text cut at a line start (ctxlab.tokens._line_start) into its two
+    parts' tokens."""
+    from ctxlab.tokens import _line_start
+
+    encode = ctxlab.encoding().encode_ordinary
+    whole = len(encode(text))
+    for at in range(len(text) + 1):
+        if _line_start(text, at):
+            assert len(encode(text[:at])) + len(encode(text[at:])) == whole, at
+
+
+def test_a_compressed_result_is_counted_from_its_pieces_exactly():
+    """A long text result is encoded in pieces when it arrives; its compressed view, counted
+    from the pieces, has count_message's count, and so does every prompt."""
+    text = "\n".join(f"line {k}: reading {k * 7 % 13} of the meter" + (" " if k % 5 else "") for k in range(120))
+    run = [{"role": "system", "content": "You read meters."}, {"role": "user", "content": "Read them.", "step": 0}]
+    for lap in range(1, 9):
+        call = {"id": f"c{lap}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        run += [{"role": "assistant", "content": None, "tool_calls": [call], "step": lap},
+                {"role": "tool", "tool_call_id": f"c{lap}", "content": f"  lap {lap}\n" + text, "step": lap}]
+    run.append({"role": "assistant", "content": "Done.", "step": 9})
+    assembler = ctxlab.Assembler(ctxlab.ContextBudget(window=60_000, reserve_output=1_000))
+    kept = []
+    for index in ctxlab.model_calls(run):
+        context = assembler.context(run[:index], step=run[index]["step"])
+        assert context.tokens == ctxlab.count_messages(context.messages)
+        kept.append(sum(p is not None for p in assembler._pieces))
+    assert kept[-1] == 2 == max(kept)  # each result came in pieces; those of the aged ones were used
+    assert any("cut ...]" in (m.get("content") or "") for m in context.messages)
