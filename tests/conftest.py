@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
-from support.pipeline import GradedLesson, grade_lesson  # noqa: E402
+from support.pipeline import GradedLesson, grade_lesson, grade_lessons  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -25,17 +26,40 @@ def _no_api_key(monkeypatch):
 _graded: dict[tuple[str, str], GradedLesson] = {}
 
 
+def _lessons_wanted(session, engine: str) -> list[str]:
+    """The lessons the collected tests grade with ``engine`` (a test's ``engine`` parameter, or
+    the judge when it has none)."""
+    wanted = set()
+    for item in session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if ("graded_lesson" in getattr(item, "fixturenames", ()) and "lesson" in params
+                and params.get("engine", "judge") == engine):
+            wanted.add(params["lesson"])
+    return sorted(wanted)
+
+
 @pytest.fixture(scope="session")
-def graded_lesson(tmp_path_factory):
+def graded_lesson(tmp_path_factory, request):
     """``graded_lesson("01-budget")``: the lesson graded for real by ``python -m autograder grade``
     (the judge), with the solution, the blank notebook and every listed wrong answer as students;
     ``graded_lesson("01-budget", engine="nbgrader")``: the solution and the blank notebook graded
-    by plain nbgrader, with the tests in the learner's kernel. Once per test session each."""
+    by plain nbgrader, with the tests in the learner's kernel. Once per test session each.
+
+    The first request grades every lesson the session's tests will ask for at once: the judge's
+    in one run of the grade command (as a class is graded), plain nbgrader's in parallel."""
 
     def get(lesson: str, engine: str = "judge") -> GradedLesson:
         if (lesson, engine) not in _graded:
-            folder = tmp_path_factory.mktemp(f"grade-{lesson}-{engine}")
-            _graded[(lesson, engine)] = grade_lesson(lesson, folder, engine=engine)
+            batch = [x for x in _lessons_wanted(request.session, engine) if (x, engine) not in _graded]
+            if lesson not in batch:
+                batch.append(lesson)
+            folder = tmp_path_factory.mktemp(f"grade-{engine}")
+            if engine == "judge":
+                _graded.update({(x, engine): graded for x, graded in grade_lessons(batch, folder).items()})
+            else:
+                with ThreadPoolExecutor(max_workers=3) as pool:
+                    done = pool.map(lambda x: grade_lesson(x, folder / x, engine=engine), batch)
+                    _graded.update({(x, engine): graded for x, graded in zip(batch, done, strict=True)})
         return _graded[(lesson, engine)]
 
     return get

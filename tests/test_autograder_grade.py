@@ -318,9 +318,9 @@ def test_a_student_who_spends_the_time_limit_keeps_what_ran(tmp_path):
     released, answers = released_and_answers()
     submissions, out = tmp_path / "submissions", tmp_path / "out"
     (submissions / "sleepy" / LESSON).mkdir(parents=True)
-    notebook = at_end(solved(released, answers), *["import time\ntime.sleep(9)"] * 20)
+    notebook = at_end(solved(released, answers), *["import time\ntime.sleep(9)"] * 8)
     (submissions / "sleepy" / LESSON / NOTEBOOK).write_text(json.dumps(notebook))
-    result = run_grader(submissions, out, "--student-timeout", "90")
+    result = run_grader(submissions, out, "--student-timeout", "45")
     assert result.returncode == 0, result.stderr[-2000:]
     (row,) = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
     assert (row["score"], row["status"], row["attention"]) == (full_marks(), "graded", "yes"), row
