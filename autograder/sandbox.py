@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 JUDGING_DIR = "/opt/ctxlab-grader"
+GRADING_SUMMARY_MODEL = "ctxlab-grading-summariser"  # CTXLAB_SUMMARY_MODEL in every grading kernel
 JUDGING_PACKAGE = "ctxlab_judging"  # autograder/judging, mounted read-only in every grading kernel
 CHANNEL_DIR = "/run/judge"  # where the judge's socket is, in both kernels of one notebook
 SANDBOX_HOME = "/tmp/home"
@@ -247,6 +248,9 @@ class Sandbox:
             "MPLCONFIGDIR": f"{SANDBOX_HOME}/.matplotlib",
             "IPYTHONDIR": f"{SANDBOX_HOME}/.ipython",
             "MALLOC_ARENA_MAX": "2",
+            # Not ctxlab's default model: an answer that hard-codes the default's name instead of
+            # asking ctxlab.summary_model() (which honours this variable) fails the test that says so.
+            "CTXLAB_SUMMARY_MODEL": GRADING_SUMMARY_MODEL,
         }
 
 

@@ -334,6 +334,9 @@ def render_steps(messages):
          fails=["compact-model"]),
     dict(name="hard-coded-default-model", cell="compact-summaries", source=compact(MODEL='model or "gpt-4o"'),
          fails=["compact-model"]),
+    # ctxlab's own default: right wherever CTXLAB_SUMMARY_MODEL is unset, so the grader sets it.
+    dict(name="hard-coded-lessons-default-model", cell="compact-summaries", source=compact(MODEL='model or "gpt-4o-mini"'),
+         fails=["compact-model"]),
     dict(name="caps-the-reply-length", cell="compact-summaries",
          source=compact(TEMPERATURE="temperature=0,\n        max_tokens=200,"),
          fails=["compact-one-user-message"]),
@@ -554,6 +557,8 @@ RULES = [
     dict(rule="the request goes through the client given", test="compact-visible", wrong="compact-ignores-the-given-client"),
     dict(rule="the model given is sent", test="compact-model", wrong="ignores-the-model-argument"),
     dict(rule="without a model, ctxlab.summary_model() is sent", test="compact-model", wrong="hard-coded-default-model"),
+    dict(rule="ctxlab.summary_model() honours CTXLAB_SUMMARY_MODEL: the default's name is not the model",
+         test="compact-model", wrong="hard-coded-lessons-default-model"),
     dict(rule="the reply's text is returned stripped", test="compact-reply-stripped", wrong="reply-not-stripped"),
     dict(rule="the request sets no max_tokens: the reply is not cut", test="compact-one-user-message",
          wrong="caps-the-reply-length"),
