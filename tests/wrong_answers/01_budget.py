@@ -591,3 +591,50 @@ def count_chat(messages, enc=None):
     return _copy(messages, enc)
 ''', fails=['count-chat-visible', 'count-chat-transcripts']),
 ]
+
+WRONG_ANSWERS += [
+    dict(name='empty-name-costs-no-extra-token', cell='count-chat', source='''
+def count_chat(messages, enc=None):
+    """Return the prompt tokens of `messages` by the OpenAI chat formula.
+
+    - 3 tokens per message, plus the tokens of each of its string fields (`role`, `content`,
+      `name`, `tool_call_id`, ...);
+    - 1 more token when the message has a `name`;
+    - each entry of `tool_calls`: 3 tokens + tokens of its function name + tokens of its
+      arguments (the call's `id` and `type` are not counted);
+    - `None` values count nothing (a `name` of None adds no extra token either); the course
+      keys `step` and `pinned` are never counted, and `messages` is left as it was given;
+    - 3 tokens of reply priming for the whole list.
+
+    `enc` is the encoding to tokenize every text with, tool calls included (anything with
+    `encode_ordinary`); when it is None, use ctxlab.encoding().
+
+    >>> count_chat([{"role": "user", "content": "Hello!"}])
+    9
+    """
+    if enc is None:
+        enc = ctxlab.encoding()
+
+    def tokens(text):
+        return len(enc.encode_ordinary(text))
+
+    total = 3  # reply priming
+    for message in messages:
+        total += 3  # framing of every message
+        for key, value in message.items():
+            if key in ("step", "pinned") or value is None:
+                continue
+            if key == "tool_calls":
+                for call in value:
+                    function = call["function"]
+                    total += 3 + tokens(function["name"]) + tokens(function["arguments"])
+            else:
+                total += tokens(value)
+                if key == "name" and value:
+                    total += 1
+    return total
+''', fails=['count-chat-name']),
+]
+RULES += [
+    dict(rule='a `name` that is an empty string is still a name: it costs the 1 extra token', test='count-chat-name', wrong='empty-name-costs-no-extra-token'),
+]

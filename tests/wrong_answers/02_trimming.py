@@ -1086,3 +1086,181 @@ import types
 pairs_ok = types.FunctionType(ctxlab.pairs_ok.__code__, ctxlab.pairs_ok.__globals__, "pairs_ok")
 ''', fails=['pairs-ok-visible', 'pairs-ok-answered-once']),
 ]
+
+WRONG_ANSWERS += [
+    dict(name='pairs-ok-counts-results-per-group', cell='pairs-ok', source='''
+def pairs_ok(messages):
+    calls, answers = [], 0  # the current group's call ids, and how many results it has had
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in calls:
+                return False
+            answers += 1
+            continue
+        if answers != len(calls):
+            return False
+        calls, answers = [], 0
+        if message["role"] == "assistant":
+            calls = [call.get("id") for call in message.get("tool_calls") or []]
+            if len(set(calls)) < len(calls):
+                return False
+    return answers == len(calls)
+''', fails=['pairs-ok-answered-once']),
+    dict(name='pairs-ok-wants-results-in-call-order', cell='pairs-ok', source='''
+def pairs_ok(messages):
+    expected = []  # the ids still to be answered, in the order of the calls
+    for message in messages:
+        if message["role"] == "tool":
+            if not expected or message.get("tool_call_id") != expected[0]:
+                return False
+            expected.pop(0)
+            continue
+        if expected:
+            return False
+        if message["role"] == "assistant":
+            expected = [call.get("id") for call in message.get("tool_calls") or []]
+            if len(set(expected)) < len(expected):
+                return False
+    return not expected
+''', fails=['pairs-ok-real-transcripts']),
+    dict(name='pairs-ok-raises-on-a-call-without-an-id', cell='pairs-ok', source='''
+def pairs_ok(messages):
+    """True when every tool result answers a call of the assistant message just before its
+    group, and every call is answered exactly once before the next message that is not a tool
+    result; False otherwise (never an error). The calls of one assistant message have different
+    ids: a message listing one id twice is malformed (False). Pairing is checked group by
+    group, so a later assistant message may reuse an earlier call's id.
+
+    >>> call = {"role": "assistant", "content": None, "tool_calls": [{"id": "a"}]}
+    >>> result = {"role": "tool", "tool_call_id": "a", "content": "1"}
+    >>> pairs_ok([call, result]), pairs_ok([result]), pairs_ok([call])
+    (True, False, False)
+    """
+    waiting = set()  # ids of the current group's calls that have no result yet
+    for message in messages:
+        if message["role"] == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return False
+            waiting.discard(message["tool_call_id"])
+            continue
+        if waiting:
+            return False  # a new turn started while calls were still unanswered
+        if message["role"] == "assistant":
+            ids = [call["id"] for call in message.get("tool_calls") or []]
+            waiting = set(ids)
+            if len(waiting) < len(ids):
+                return False  # one id listed twice: the message itself is malformed
+    return not waiting
+''', fails=['pairs-ok-result-follows-its-call']),
+    dict(name='pins-only-the-leading-system-messages', cell='fit-history', source='''
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    """Return (kept, dropped): the messages that fit in `allowance` tokens, and the rest.
+
+    - every pinned message (ctxlab.pinned_indices: system messages, the first user message,
+      any message marked "pinned": True) is kept, with its whole turn group;
+    - the newest `keep_recent` turn groups are kept;
+    - then older groups, newest first, while they fit; the first that does not fit and every
+      older unpinned group are dropped (a pinned group on the way is already kept and counted
+      once: it does not stop the walk);
+    - a message's tokens are count(m), with count = ctxlab.count_message by default, called
+      once per message; the kept messages, each pinned group whole, take at most `allowance`
+      tokens (exactly is fine);
+    - groups are never split; kept and dropped are each in input order and together hold every
+      input message once; `messages` itself is left unchanged;
+    - raise ctxlab.BudgetError, giving the tokens needed and the allowance, when the pins and
+      the newest groups alone exceed `allowance`.
+
+    >>> msgs = [{"role": "user", "content": "goal"}, {"role": "assistant", "content": "a" * 40},
+    ...         {"role": "assistant", "content": "b"}]
+    >>> kept, dropped = fit(msgs, allowance=16)
+    >>> [m["content"][:1] for m in kept], [m["content"][:1] for m in dropped]
+    (['g', 'b'], ['a'])
+    """
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    head = 0
+    while head < len(messages) and messages[head]["role"] == "system":
+        head += 1
+    first_user = next((i for i, m in enumerate(messages) if m["role"] == "user"), None)
+    pinned = {id(m) for i, m in enumerate(messages) if i < head or i == first_user or m.get("pinned") is True}
+    sizes = [sum(count(m) for m in group) for group in groups]  # each message counted once
+
+    keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
+    keep |= set(range(max(0, len(groups) - keep_recent), len(groups)))
+    needed = sum(sizes[g] for g in keep)
+    if needed > allowance:
+        raise ctxlab.BudgetError(
+            f"the pins and the newest {keep_recent} group(s) need {needed} tokens, "
+            f"but the allowance is {allowance}"
+        )
+    room = allowance - needed
+    for g in range(len(groups) - 1, -1, -1):  # newest first
+        if g in keep:
+            continue
+        if sizes[g] > room:
+            break  # everything older (and unpinned) is dropped: the cut is in the middle
+        keep.add(g)
+        room -= sizes[g]
+
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''', fails=['fit-keeps-system-and-task']),
+    dict(name='keep-recent-looks-past-a-pinned-newest-group', cell='fit-history', source='''
+def fit(messages, allowance, *, keep_recent=1, count=None):
+    """Return (kept, dropped): the messages that fit in `allowance` tokens, and the rest.
+
+    - every pinned message (ctxlab.pinned_indices: system messages, the first user message,
+      any message marked "pinned": True) is kept, with its whole turn group;
+    - the newest `keep_recent` turn groups are kept;
+    - then older groups, newest first, while they fit; the first that does not fit and every
+      older unpinned group are dropped (a pinned group on the way is already kept and counted
+      once: it does not stop the walk);
+    - a message's tokens are count(m), with count = ctxlab.count_message by default, called
+      once per message; the kept messages, each pinned group whole, take at most `allowance`
+      tokens (exactly is fine);
+    - groups are never split; kept and dropped are each in input order and together hold every
+      input message once; `messages` itself is left unchanged;
+    - raise ctxlab.BudgetError, giving the tokens needed and the allowance, when the pins and
+      the newest groups alone exceed `allowance`.
+
+    >>> msgs = [{"role": "user", "content": "goal"}, {"role": "assistant", "content": "a" * 40},
+    ...         {"role": "assistant", "content": "b"}]
+    >>> kept, dropped = fit(msgs, allowance=16)
+    >>> [m["content"][:1] for m in kept], [m["content"][:1] for m in dropped]
+    (['g', 'b'], ['a'])
+    """
+    count = count or ctxlab.count_message
+    groups = ctxlab.turn_groups(messages)
+    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    sizes = [sum(count(m) for m in group) for group in groups]  # each message counted once
+
+    keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
+    keep |= set([g for g in range(len(groups)) if g not in keep][-keep_recent:])
+    needed = sum(sizes[g] for g in keep)
+    if needed > allowance:
+        raise ctxlab.BudgetError(
+            f"the pins and the newest {keep_recent} group(s) need {needed} tokens, "
+            f"but the allowance is {allowance}"
+        )
+    room = allowance - needed
+    for g in range(len(groups) - 1, -1, -1):  # newest first
+        if g in keep:
+            continue
+        if sizes[g] > room:
+            break  # everything older (and unpinned) is dropped: the cut is in the middle
+        keep.add(g)
+        room -= sizes[g]
+
+    kept = [m for g, group in enumerate(groups) if g in keep for m in group]
+    dropped = [m for g, group in enumerate(groups) if g not in keep for m in group]
+    return kept, dropped
+''', fails=['fit-keep-recent-groups']),
+]
+RULES += [
+    dict(rule='each call is answered exactly once: as many results as calls, each for some call of the group, is not enough', test='pairs-ok-answered-once', wrong='pairs-ok-counts-results-per-group'),
+    dict(rule='the results of a parallel call may come in any order', test='pairs-ok-real-transcripts', wrong='pairs-ok-wants-results-in-call-order'),
+    dict(rule='pairs_ok never raises, also on a call with no id', test='pairs-ok-result-follows-its-call', wrong='pairs-ok-raises-on-a-call-without-an-id'),
+    dict(rule='every system message is pinned, one later in the history too', test='fit-keeps-system-and-task', wrong='pins-only-the-leading-system-messages'),
+    dict(rule='keep_recent counts the newest groups by position, a pinned one included', test='fit-keep-recent-groups', wrong='keep-recent-looks-past-a-pinned-newest-group'),
+]

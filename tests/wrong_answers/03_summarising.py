@@ -723,3 +723,312 @@ import types
 render_steps = types.FunctionType(ctxlab.render_steps.__code__, ctxlab.render_steps.__globals__, "render_steps")
 ''', fails=['render-steps-visible', 'render-steps-laps-and-roles']),
 ]
+
+WRONG_ANSWERS += [
+    dict(name='failures-line-names-no-tool', cell='compaction-prompt', source='''
+def compaction_prompt(steps_text, prior_summary=None):
+    """The text of the request to the summariser.
+
+    Layout:
+      INSTRUCTIONS, always first: ask for terse bullet points under four headings. Each heading,
+      in capitals, starts a line of its own, and the rest of that line says what to write under
+      it, in positive words (no "no", "not", "never" or "without" on these four lines):
+        FACTS: ...          each fact with its source (the tool it came from)
+        DECISIONS: ...      each decision with its reason
+        FAILURES: ...       every tool call that failed, and how it failed
+        OPEN QUESTIONS: ... what is still unknown
+      (other lines and headings may come too, before, between or after them)
+      (only when prior_summary is given and not empty:)
+      "PREVIOUS SUMMARY:" + on the same line, an instruction to fold the steps into it and
+      return ONE summary (an updated one, never a second or separate summary of the new steps)
+      the previous summary itself, from the next line on
+      "END OF PREVIOUS SUMMARY"
+      "STEPS TO FOLD IN:" and, from the next line on, steps_text (the prompt ends with it)
+
+    >>> compaction_prompt("[lap 1] assistant: Looking.").endswith("STEPS TO FOLD IN:\\n[lap 1] assistant: Looking.")
+    True
+    """
+    instructions = (
+        "These agent steps are being removed from the agent's context; your summary is all it keeps.\n"
+        "Write terse bullet points, one line each, under these headings:\n"
+        "FACTS: every fact established, tagged with the tool (its source) and the lap.\n"
+        "DECISIONS: every decision the agent made, and its reason.\n"
+        "FAILURES: every error message, in its own words.\n"
+        "USER INSTRUCTIONS: every instruction or constraint from the user, word for word.\n"
+        "OPEN QUESTIONS: what is still unknown or still to do.\n"
+        'Write "- none" under a heading with nothing to report.'
+    )
+    parts = [instructions]
+    if prior_summary:
+        parts.append(
+            "PREVIOUS SUMMARY: fold the new steps into it, keep every line that is still true, "
+            "and return ONE updated summary under the same headings.\n"
+            f"{prior_summary}\nEND OF PREVIOUS SUMMARY"
+        )
+    parts.append(f"STEPS TO FOLD IN:\n{steps_text}")
+    return "\n\n".join(parts)
+''', fails=['compaction-prompt-asks-for-failures']),
+    dict(name='prose-rather-than-bullets', cell='compaction-prompt', source='''
+def compaction_prompt(steps_text, prior_summary=None):
+    """The text of the request to the summariser.
+
+    Layout:
+      INSTRUCTIONS, always first: ask for terse bullet points under four headings. Each heading,
+      in capitals, starts a line of its own, and the rest of that line says what to write under
+      it, in positive words (no "no", "not", "never" or "without" on these four lines):
+        FACTS: ...          each fact with its source (the tool it came from)
+        DECISIONS: ...      each decision with its reason
+        FAILURES: ...       every tool call that failed, and how it failed
+        OPEN QUESTIONS: ... what is still unknown
+      (other lines and headings may come too, before, between or after them)
+      (only when prior_summary is given and not empty:)
+      "PREVIOUS SUMMARY:" + on the same line, an instruction to fold the steps into it and
+      return ONE summary (an updated one, never a second or separate summary of the new steps)
+      the previous summary itself, from the next line on
+      "END OF PREVIOUS SUMMARY"
+      "STEPS TO FOLD IN:" and, from the next line on, steps_text (the prompt ends with it)
+
+    >>> compaction_prompt("[lap 1] assistant: Looking.").endswith("STEPS TO FOLD IN:\\n[lap 1] assistant: Looking.")
+    True
+    """
+    instructions = (
+        "These agent steps are being removed from the agent's context; your summary is all it keeps.\n"
+        "Write short paragraphs of prose rather than bullet points, under these headings:\n"
+        "FACTS: every fact established, tagged with the tool (its source) and the lap.\n"
+        "DECISIONS: every decision the agent made, and its reason.\n"
+        "FAILURES: every tool call that failed, with its arguments and how it failed, in the error's own words.\n"
+        "USER INSTRUCTIONS: every instruction or constraint from the user, word for word.\n"
+        "OPEN QUESTIONS: what is still unknown or still to do.\n"
+        'Write "- none" under a heading with nothing to report.'
+    )
+    parts = [instructions]
+    if prior_summary:
+        parts.append(
+            "PREVIOUS SUMMARY: fold the new steps into it, keep every line that is still true, "
+            "and return ONE updated summary under the same headings.\n"
+            f"{prior_summary}\nEND OF PREVIOUS SUMMARY"
+        )
+    parts.append(f"STEPS TO FOLD IN:\n{steps_text}")
+    return "\n\n".join(parts)
+''', fails=['compaction-prompt-terse-bullets']),
+    dict(name='stop-sequence-in-the-request', cell='compact-summaries', source='''
+def compact(client, dropped, prior_summary=None, *, model=None):
+    """Fold the `dropped` messages and the `prior_summary` into ONE summary; return its text.
+
+    Send one request through `client`: client.chat.completions.create(model=..., messages=[one
+    user message whose content is ctxlab.compaction_prompt(ctxlab.render_steps(dropped),
+    prior_summary)], temperature=0), with model = `model`, or ctxlab.summary_model() when it is
+    None, and nothing else (no max_tokens: a summary cut off mid-line loses its last headings).
+    Return the reply's text (reply.choices[0].message.content), stripped. With nothing
+    dropped, return prior_summary as it is (or "" when there is none) without calling the
+    client. An error from the client goes through: never return the previous summary in its
+    place, since the dropped steps would then be lost without a word.
+
+    >>> compact(ctxlab.ScriptedClient(["FACTS:\\n- disk full"]), [{"role": "user", "content": "hi", "step": 1}])
+    'FACTS:\\n- disk full'
+    """
+    if not dropped:
+        return prior_summary or ""
+    prompt = ctxlab.compaction_prompt(ctxlab.render_steps(dropped), prior_summary)
+    reply = client.chat.completions.create(
+        model=model or ctxlab.summary_model(),
+        messages=[{"role": "user", "content": prompt}],
+        temperature=0,
+        stop=["\n\n"],
+    )
+    return reply.choices[0].message.content.strip()
+''', fails=['compact-one-user-message']),
+    dict(name='fit-check-leaves-out-the-old-summary', cell='trim-and-summarise', source='''
+def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
+    """Fit `messages` into `allowance` tokens, replacing what is dropped with ONE summary.
+
+    Tokens are counted as sum(ctxlab.count_message(m) for m in ...), like `tokens` above.
+    - Summary messages in `messages` (ctxlab.is_summary) are taken out; their text
+      (ctxlab.summary_text; joined with newlines if there are several) is the prior summary.
+    - If all of `messages` fits (tokens <= allowance) and it holds at most one summary,
+      return it unchanged, without calling the client.
+    - Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+      (a ctxlab.BudgetError from it goes through), then
+      summary = ctxlab.compact(client, dropped, prior), and the summary message is
+      ctxlab.summary_message(summary, step=the largest step among what it summarises).
+    - Return kept with that one message inserted after the leading system message(s) and the
+      first user message (even when a message further on is pinned). Raise ctxlab.BudgetError
+      if the result would exceed `allowance` (a result of exactly `allowance` fits).
+    - `messages` itself is never changed: build new lists.
+
+    >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
+    >>> trim_and_summarise(history, 100, client=ctxlab.ScriptedClient([])) == history
+    True
+    """
+    old = [m for m in messages if ctxlab.is_summary(m)]
+    rest = [m for m in messages if not ctxlab.is_summary(m)]
+    if len(old) <= 1 and tokens(rest) <= allowance:
+        return list(messages)
+    prior = "\n".join(ctxlab.summary_text(m) for m in old) or None
+
+    kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+    summary = ctxlab.compact(client, dropped, prior)
+    steps = [m["step"] for m in old + dropped if "step" in m]
+    message = ctxlab.summary_message(summary, step=max(steps) if steps else None)
+    if tokens(kept) + ctxlab.count_message(message) > allowance:
+        raise ctxlab.BudgetError(
+            f"the summary takes {ctxlab.count_message(message)} tokens, more than the "
+            f"{allowance - tokens(kept)} left in the allowance of {allowance}; raise reserve"
+        )
+
+    head = 0
+    while head < len(kept) and kept[head]["role"] in ("system", "developer"):
+        head += 1
+    if head < len(kept) and kept[head]["role"] == "user":
+        head += 1
+    return kept[:head] + [message] + kept[head:]
+''', fails=['tas-summary-counted']),
+    dict(name='counts-only-the-summary-text', cell='trim-and-summarise', source='''
+def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
+    """Fit `messages` into `allowance` tokens, replacing what is dropped with ONE summary.
+
+    Tokens are counted as sum(ctxlab.count_message(m) for m in ...), like `tokens` above.
+    - Summary messages in `messages` (ctxlab.is_summary) are taken out; their text
+      (ctxlab.summary_text; joined with newlines if there are several) is the prior summary.
+    - If all of `messages` fits (tokens <= allowance) and it holds at most one summary,
+      return it unchanged, without calling the client.
+    - Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+      (a ctxlab.BudgetError from it goes through), then
+      summary = ctxlab.compact(client, dropped, prior), and the summary message is
+      ctxlab.summary_message(summary, step=the largest step among what it summarises).
+    - Return kept with that one message inserted after the leading system message(s) and the
+      first user message (even when a message further on is pinned). Raise ctxlab.BudgetError
+      if the result would exceed `allowance` (a result of exactly `allowance` fits).
+    - `messages` itself is never changed: build new lists.
+
+    >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
+    >>> trim_and_summarise(history, 100, client=ctxlab.ScriptedClient([])) == history
+    True
+    """
+    old = [m for m in messages if ctxlab.is_summary(m)]
+    rest = [m for m in messages if not ctxlab.is_summary(m)]
+    if len(old) <= 1 and tokens(messages) <= allowance:
+        return list(messages)
+    prior = "\n".join(ctxlab.summary_text(m) for m in old) or None
+
+    kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+    summary = ctxlab.compact(client, dropped, prior)
+    steps = [m["step"] for m in old + dropped if "step" in m]
+    message = ctxlab.summary_message(summary, step=max(steps) if steps else None)
+    if tokens(kept) + ctxlab.count_text(summary) > allowance:
+        raise ctxlab.BudgetError(
+            f"the summary takes {ctxlab.count_message(message)} tokens, more than the "
+            f"{allowance - tokens(kept)} left in the allowance of {allowance}; raise reserve"
+        )
+
+    head = 0
+    while head < len(kept) and kept[head]["role"] in ("system", "developer"):
+        head += 1
+    if head < len(kept) and kept[head]["role"] == "user":
+        head += 1
+    return kept[:head] + [message] + kept[head:]
+''', fails=['tas-summary-too-big-raises']),
+    dict(name='threshold-rounded-to-the-nearest-token', cell='compaction-due', source='''
+def compaction_due(tokens, ceiling, *, threshold=0.7, boundary=False):
+    """Whether the agent should compact now, checked after each lap.
+
+    Return True at a phase boundary (`boundary` is True), whatever the tokens. Otherwise return
+    True once `tokens` (what the prompt takes now) reaches `threshold` of `ceiling` (reaching it
+    exactly counts), and False below it.
+    `ceiling` is the working ceiling in tokens: a whole number above 0. `threshold` is a fraction
+    of it, above 0 and at most 1 (0.7 means 70 %). Raise ValueError for any other ceiling or
+    threshold, saying what is allowed (70 is a percentage, not a fraction: refuse it; 8000.5
+    is not a whole number; NaN is not a fraction). Check them first, at a phase boundary too.
+
+    >>> compaction_due(6_000, 10_000), compaction_due(7_500, 10_000)
+    (False, True)
+    """
+    if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling <= 0:
+        raise ValueError(f"ceiling must be a whole number of tokens above 0, got {ceiling!r}")
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be a fraction above 0 and at most 1 (0.7 means 70 %), got {threshold!r}")
+    return bool(boundary) or tokens >= round(threshold * ceiling)
+''', fails=['compaction-due-at-the-threshold']),
+    dict(name='valueerror-without-a-message', cell='compaction-due', source='''
+def compaction_due(tokens, ceiling, *, threshold=0.7, boundary=False):
+    """Whether the agent should compact now, checked after each lap.
+
+    Return True at a phase boundary (`boundary` is True), whatever the tokens. Otherwise return
+    True once `tokens` (what the prompt takes now) reaches `threshold` of `ceiling` (reaching it
+    exactly counts), and False below it.
+    `ceiling` is the working ceiling in tokens: a whole number above 0. `threshold` is a fraction
+    of it, above 0 and at most 1 (0.7 means 70 %). Raise ValueError for any other ceiling or
+    threshold, saying what is allowed (70 is a percentage, not a fraction: refuse it; 8000.5
+    is not a whole number; NaN is not a fraction). Check them first, at a phase boundary too.
+
+    >>> compaction_due(6_000, 10_000), compaction_due(7_500, 10_000)
+    (False, True)
+    """
+    if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling <= 0:
+        raise ValueError()
+    if not 0 < threshold <= 1:
+        raise ValueError()
+    return bool(boundary) or tokens >= threshold * ceiling
+''', fails=['compaction-due-bad-threshold-raises', 'compaction-due-bad-ceiling-raises']),
+]
+RULES += [
+    dict(rule='the FAILURES: line asks for the tool calls that failed, not only the errors', test='compaction-prompt-asks-for-failures', wrong='failures-line-names-no-tool'),
+    dict(rule='the prompt asks for bullet points, not for prose instead of them', test='compaction-prompt-terse-bullets', wrong='prose-rather-than-bullets'),
+    dict(rule='the request sets model, messages and temperature, and nothing else', test='compact-one-user-message', wrong='stop-sequence-in-the-request'),
+    dict(rule='the history is returned unchanged only when all of it fits, its summary included', test='tas-summary-counted', wrong='fit-check-leaves-out-the-old-summary'),
+    dict(rule='the summary is counted as a message (framing included) against the allowance', test='tas-summary-too-big-raises', wrong='counts-only-the-summary-text'),
+    dict(rule='the threshold is threshold * ceiling itself, not rounded to a whole number', test='compaction-due-at-the-threshold', wrong='threshold-rounded-to-the-nearest-token'),
+    dict(rule="the threshold's ValueError says what is allowed", test='compaction-due-bad-threshold-raises', wrong='valueerror-without-a-message'),
+    dict(rule="the ceiling's ValueError says what is allowed", test='compaction-due-bad-ceiling-raises', wrong='valueerror-without-a-message'),
+]
+
+WRONG_ANSWERS += [
+    dict(name='joins-summaries-with-spaces', cell='trim-and-summarise', source='''
+def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
+    """Fit `messages` into `allowance` tokens, replacing what is dropped with ONE summary.
+
+    Tokens are counted as sum(ctxlab.count_message(m) for m in ...), like `tokens` above.
+    - Summary messages in `messages` (ctxlab.is_summary) are taken out; their text
+      (ctxlab.summary_text; joined with newlines if there are several) is the prior summary.
+    - If all of `messages` fits (tokens <= allowance) and it holds at most one summary,
+      return it unchanged, without calling the client.
+    - Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+      (a ctxlab.BudgetError from it goes through), then
+      summary = ctxlab.compact(client, dropped, prior), and the summary message is
+      ctxlab.summary_message(summary, step=the largest step among what it summarises).
+    - Return kept with that one message inserted after the leading system message(s) and the
+      first user message (even when a message further on is pinned). Raise ctxlab.BudgetError
+      if the result would exceed `allowance` (a result of exactly `allowance` fits).
+    - `messages` itself is never changed: build new lists.
+
+    >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
+    >>> trim_and_summarise(history, 100, client=ctxlab.ScriptedClient([])) == history
+    True
+    """
+    old = [m for m in messages if ctxlab.is_summary(m)]
+    rest = [m for m in messages if not ctxlab.is_summary(m)]
+    if len(old) <= 1 and tokens(messages) <= allowance:
+        return list(messages)
+    prior = " ".join(ctxlab.summary_text(m) for m in old) or None
+
+    kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
+    summary = ctxlab.compact(client, dropped, prior)
+    steps = [m["step"] for m in old + dropped if "step" in m]
+    message = ctxlab.summary_message(summary, step=max(steps) if steps else None)
+    if tokens(kept) + ctxlab.count_message(message) > allowance:
+        raise ctxlab.BudgetError(
+            f"the summary takes {ctxlab.count_message(message)} tokens, more than the "
+            f"{allowance - tokens(kept)} left in the allowance of {allowance}; raise reserve"
+        )
+
+    head = 0
+    while head < len(kept) and kept[head]["role"] in ("system", "developer"):
+        head += 1
+    if head < len(kept) and kept[head]["role"] == "user":
+        head += 1
+    return kept[:head] + [message] + kept[head:]
+''', fails=['tas-several-summaries-rolled-into-one']),
+]
+RULES += [
+    dict(rule='several summaries are joined with newlines into the prior summary', test='tas-several-summaries-rolled-into-one', wrong='joins-summaries-with-spaces'),
+]

@@ -690,3 +690,231 @@ class Scratchpad(ctxlab.Scratchpad):
         return ctxlab.Scratchpad.render(self)
 ''', fails=['scratchpad-render-visible', 'scratchpad-render-goal-first']),
 ]
+
+
+# Found by grading probes against the stated rules; each now fails the named test.
+WRONG_ANSWERS += [
+    dict(name='reason-by-string-concatenation', cell='update-scratchpad', source='''
+def update_scratchpad(pad, call, result):
+    """Record one tool call and its result in `pad` (in place) and return `pad`.
+
+    >>> pad = update_scratchpad(ctxlab.Scratchpad(goal="g"),
+    ...     {"id": "c1", "type": "function", "function": {"name": "fetch_pdf", "arguments": "{}"}},
+    ...     '{"error": "http_403", "message": "paywall"}')
+    >>> pad.failed
+    {'fetch_pdf {}': 'http_403: paywall'}
+    """
+    key = f"{call['function']['name']} {call['function']['arguments']}"
+    data = result
+    if isinstance(result, str):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            data = result
+    if isinstance(data, dict) and data.get("error"):
+        reason = data['error'] + ': ' + data['message'] if data.get("message") else data["error"]
+        pad.failed.setdefault(key, reason)
+        return pad
+    pad.failed.pop(key, None)
+    text = result if isinstance(result, str) else json.dumps(result)
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    pad.done.append(f"{key} -> {first_line[:80]}")
+    return pad
+''', fails=['update-scratchpad-failure-reason']),
+    dict(name='strips-the-done-line', cell='update-scratchpad', source='''
+def update_scratchpad(pad, call, result):
+    """Record one tool call and its result in `pad` (in place) and return `pad`.
+
+    >>> pad = update_scratchpad(ctxlab.Scratchpad(goal="g"),
+    ...     {"id": "c1", "type": "function", "function": {"name": "fetch_pdf", "arguments": "{}"}},
+    ...     '{"error": "http_403", "message": "paywall"}')
+    >>> pad.failed
+    {'fetch_pdf {}': 'http_403: paywall'}
+    """
+    key = f"{call['function']['name']} {call['function']['arguments']}"
+    data = result
+    if isinstance(result, str):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            data = result
+    if isinstance(data, dict) and data.get("error"):
+        reason = f"{data['error']}: {data['message']}" if data.get("message") else str(data["error"])
+        pad.failed.setdefault(key, reason)
+        return pad
+    pad.failed.pop(key, None)
+    text = result if isinstance(result, str) else json.dumps(result)
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    pad.done.append(f"{key} -> {first_line[:80]}")
+    return pad
+''', fails=['update-scratchpad-done-first-non-blank-line']),
+    dict(name='rounds-the-share', cell='replan-after', source='''
+def replan_after(pad, events, min_share=0.25):
+    """The message asking the model to restate its plan after a big change, or None.
+
+    >>> replan_after(ctxlab.Scratchpad(goal="g"), [{"kind": "trim", "tokens_before": 900, "tokens_after": 850}]) is None
+    True
+    """
+    due = any(
+        event["kind"] in ("trim", "summarise", "summary_failed")
+        and event["tokens_before"] > 0
+        and round((event["tokens_before"] - event["tokens_after"]) / event["tokens_before"], 2) >= min_share
+        for event in events
+    )
+    if not due:
+        return None
+    parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
+    if pad.remaining:
+        parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
+    if pad.failed:
+        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
+    return {"role": "user", "content": "\\n\\n".join(parts)}
+''', fails=['replan-after-small-change-is-none']),
+    dict(name='skips-empty-items', cell='scratchpad-render', source='''
+@dataclass
+class Scratchpad:
+    """Working memory: goal, facts, done, remaining, failed calls, open questions."""
+
+    goal: str
+    facts: dict = field(default_factory=dict)
+    done: list = field(default_factory=list)
+    remaining: list = field(default_factory=list)
+    failed: dict = field(default_factory=dict)
+    open_questions: list = field(default_factory=list)
+
+    def render(self):
+        """The scratchpad as text: "GOAL: ..." first, then each non-empty section in order.
+
+        >>> print(Scratchpad(goal="Fix bug #412", remaining=["run the tests"]).render())
+        GOAL: Fix bug #412
+        <BLANKLINE>
+        REMAINING:
+        - run the tests
+        """
+        parts = [f"GOAL: {self.goal}"]
+        sections = [
+            ("ESTABLISHED", [f"- {k}: {v}" for k, v in self.facts.items()]),
+            ("DONE", [f"- {item}" for item in self.done if item]),
+            ("REMAINING", [f"- {item}" for item in self.remaining if item]),
+            ("DO NOT RETRY", [f"- {k}: {v}" for k, v in self.failed.items()]),
+            ("OPEN QUESTIONS", [f"- {item}" for item in self.open_questions if item]),
+        ]
+        for heading, lines in sections:
+            if lines:
+                parts.append(f"{heading}:\\n" + "\\n".join(lines))
+        return "\\n\\n".join(parts)
+''', fails=['scratchpad-render-item-lines']),
+    dict(name='failures-sorted', cell='replan-after', source='''
+def replan_after(pad, events, min_share=0.25):
+    """The message asking the model to restate its plan after a big change, or None.
+
+    >>> replan_after(ctxlab.Scratchpad(goal="g"), [{"kind": "trim", "tokens_before": 900, "tokens_after": 850}]) is None
+    True
+    """
+    due = any(
+        event["kind"] in ("trim", "summarise", "summary_failed")
+        and event["tokens_before"] > 0
+        and event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]
+        for event in events
+    )
+    if not due:
+        return None
+    parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
+    if pad.remaining:
+        parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
+    if pad.failed:
+        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in sorted(pad.failed.items())))
+    return {"role": "user", "content": "\\n\\n".join(parts)}
+''', fails=['replan-after-keeps-failures']),
+    dict(name='empty-message-kept-after-a-colon', cell='update-scratchpad', source='''
+def update_scratchpad(pad, call, result):
+    """Record one tool call and its result in `pad` (in place) and return `pad`.
+
+    >>> pad = update_scratchpad(ctxlab.Scratchpad(goal="g"),
+    ...     {"id": "c1", "type": "function", "function": {"name": "fetch_pdf", "arguments": "{}"}},
+    ...     '{"error": "http_403", "message": "paywall"}')
+    >>> pad.failed
+    {'fetch_pdf {}': 'http_403: paywall'}
+    """
+    key = f"{call['function']['name']} {call['function']['arguments']}"
+    data = result
+    if isinstance(result, str):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            data = result
+    if isinstance(data, dict) and data.get("error"):
+        reason = f"{data['error']}: {data['message']}" if "message" in data and data['message'] is not None else str(data["error"])
+        pad.failed.setdefault(key, reason)
+        return pad
+    pad.failed.pop(key, None)
+    text = result if isinstance(result, str) else json.dumps(result)
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    pad.done.append(f"{key} -> {first_line[:80]}")
+    return pad
+''', fails=['update-scratchpad-failure-reason']),
+    dict(name='dict-success-without-ascii-escapes', cell='update-scratchpad', source='''
+def update_scratchpad(pad, call, result):
+    """Record one tool call and its result in `pad` (in place) and return `pad`.
+
+    >>> pad = update_scratchpad(ctxlab.Scratchpad(goal="g"),
+    ...     {"id": "c1", "type": "function", "function": {"name": "fetch_pdf", "arguments": "{}"}},
+    ...     '{"error": "http_403", "message": "paywall"}')
+    >>> pad.failed
+    {'fetch_pdf {}': 'http_403: paywall'}
+    """
+    key = f"{call['function']['name']} {call['function']['arguments']}"
+    data = result
+    if isinstance(result, str):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            data = result
+    if isinstance(data, dict) and data.get("error"):
+        reason = f"{data['error']}: {data['message']}" if data.get("message") else str(data["error"])
+        pad.failed.setdefault(key, reason)
+        return pad
+    pad.failed.pop(key, None)
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    pad.done.append(f"{key} -> {first_line[:80]}")
+    return pad
+''', fails=['update-scratchpad-dict-success-as-json']),
+    dict(name='status-error-counts-as-failure', cell='update-scratchpad', source='''
+def update_scratchpad(pad, call, result):
+    """Record one tool call and its result in `pad` (in place) and return `pad`.
+
+    >>> pad = update_scratchpad(ctxlab.Scratchpad(goal="g"),
+    ...     {"id": "c1", "type": "function", "function": {"name": "fetch_pdf", "arguments": "{}"}},
+    ...     '{"error": "http_403", "message": "paywall"}')
+    >>> pad.failed
+    {'fetch_pdf {}': 'http_403: paywall'}
+    """
+    key = f"{call['function']['name']} {call['function']['arguments']}"
+    data = result
+    if isinstance(result, str):
+        try:
+            data = json.loads(result)
+        except json.JSONDecodeError:
+            data = result
+    if isinstance(data, dict) and (data.get("error") or data.get("status") == "error"):
+        reason = f"{data['error']}: {data['message']}" if data.get("message") else str(data["error"])
+        pad.failed.setdefault(key, reason)
+        return pad
+    pad.failed.pop(key, None)
+    text = result if isinstance(result, str) else json.dumps(result)
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    pad.done.append(f"{key} -> {first_line[:80]}")
+    return pad
+''', fails=['update-scratchpad-truthy-error-only']),
+]
+RULES += [
+    dict(rule='the reason is f"{error}: {message}" for any error value (a number, true), not string concatenation', test='update-scratchpad-failure-reason', wrong='reason-by-string-concatenation'),
+    dict(rule='the DONE line holds the first non-blank line as it is, leading spaces included', test='update-scratchpad-done-first-non-blank-line', wrong='strips-the-done-line'),
+    dict(rule='the cut is compared exactly with min_share * tokens_before: 24.9% is under a quarter', test='replan-after-small-change-is-none', wrong='rounds-the-share'),
+    dict(rule="a zero or empty item of a list section still gives its '- ' line", test='scratchpad-render-item-lines', wrong='skips-empty-items'),
+    dict(rule='the re-plan lists the failures in the order they were recorded, not sorted', test='replan-after-keeps-failures', wrong='failures-sorted'),
+    dict(rule='an empty or null message gives the error alone as the reason', test='update-scratchpad-failure-reason', wrong='empty-message-kept-after-a-colon'),
+    dict(rule='a dict success is written with json.dumps and its defaults (characters outside ASCII escaped)', test='update-scratchpad-dict-success-as-json', wrong='dict-success-without-ascii-escapes'),
+    dict(rule="only a truthy 'error' key makes a failure: a 'status' of 'error' is a success", test='update-scratchpad-truthy-error-only', wrong='status-error-counts-as-failure'),
+]

@@ -681,3 +681,179 @@ class ResultStore:
         self._get().close()
 ''', fails=['result-store-visible', 'result-store-resolves']),
 ]
+
+
+# Found by grading probes against the stated rules; each now fails the named test.
+WRONG_ANSWERS += [
+    dict(name='fits-by-utf8-bytes', cell='compress-result', source='''
+def compress(result, max_chars):
+    """`result` (str, list or dict) as text of at most `max_chars` characters, saying what was cut.
+
+    A result that fits is returned as its text: the string itself, or json.dumps(result).
+    Cut text is the longest start that fits plus f"\\\\n[truncated from {len(text):,} chars]"; a
+    cut list is json.dumps(result[:k]) for the largest k that fits with
+    f"\\\\n[{len(result) - k} more items not shown, {len(result)} in all]". When even the note
+    does not fit, its last `max_chars` characters. `result` is not changed.
+
+    >>> compress(list(range(30)), 70)
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\\\\n[20 more items not shown, 30 in all]'
+    """
+    if isinstance(result, list):
+        text = json.dumps(result)
+        if len(text) <= max_chars:
+            return text
+        for k in range(len(result), -1, -1):
+            note = f"\\n[{len(result) - k} more items not shown, {len(result)} in all]"
+            head = json.dumps(result[:k])
+            if len(head) + len(note) <= max_chars:
+                return head + note
+        return note[-max_chars:]
+    text = result if isinstance(result, str) else json.dumps(result)
+    if len(text.encode()) <= max_chars:
+        return text
+    note = f"\\n[truncated from {len(text):,} chars]"
+    if len(note) > max_chars:  # no room even for the note: keep its end, which has the numbers
+        return note[-max_chars:]
+    return text.encode()[: max_chars - len(note)].decode(errors='ignore') + note
+''', fails=['compress-fits-unchanged']),
+    dict(name='list-never-tries-zero-items', cell='compress-result', source='''
+def compress(result, max_chars):
+    """`result` (str, list or dict) as text of at most `max_chars` characters, saying what was cut.
+
+    A result that fits is returned as its text: the string itself, or json.dumps(result).
+    Cut text is the longest start that fits plus f"\\\\n[truncated from {len(text):,} chars]"; a
+    cut list is json.dumps(result[:k]) for the largest k that fits with
+    f"\\\\n[{len(result) - k} more items not shown, {len(result)} in all]". When even the note
+    does not fit, its last `max_chars` characters. `result` is not changed.
+
+    >>> compress(list(range(30)), 70)
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\\\\n[20 more items not shown, 30 in all]'
+    """
+    if isinstance(result, list):
+        text = json.dumps(result)
+        if len(text) <= max_chars:
+            return text
+        for k in range(len(result), 0, -1):
+            note = f"\\n[{len(result) - k} more items not shown, {len(result)} in all]"
+            head = json.dumps(result[:k])
+            if len(head) + len(note) <= max_chars:
+                return head + note
+        return note[-max_chars:]
+    text = result if isinstance(result, str) else json.dumps(result)
+    if len(text) <= max_chars:
+        return text
+    note = f"\\n[truncated from {len(text):,} chars]"
+    if len(note) > max_chars:  # no room even for the note: keep its end, which has the numbers
+        return note[-max_chars:]
+    return text[: max_chars - len(note)] + note
+''', fails=['compress-list-keeps-most-items', 'compress-never-exceeds']),
+    dict(name='commits-every-other-save', cell='result-store', source='''
+class ResultStore:
+    """Full tool results in SQLite: save() returns a reference, resolve() gives the result back."""
+
+    def __init__(self, path=":memory:"):
+        self.db = sqlite3.connect(path)
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS results "
+            "(id INTEGER PRIMARY KEY, tool_call_id TEXT, content TEXT NOT NULL)"
+        )
+        self.db.commit()
+
+    def save(self, message):
+        """Store a tool message's content; return its reference (a str)."""
+        cursor = self.db.execute(
+            "INSERT INTO results (tool_call_id, content) VALUES (?, ?)",
+            (message.get("tool_call_id"), message["content"]),
+        )
+        if cursor.lastrowid % 2 == 1:
+            self.db.commit()
+        return f"result-{cursor.lastrowid}"
+
+    def resolve(self, ref):
+        """The full content a reference names; KeyError when there is none."""
+        number = ref.removeprefix("result-") if isinstance(ref, str) else ""
+        row = None
+        if number.isdigit():
+            row = self.db.execute("SELECT content FROM results WHERE id = ?", (int(number),)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]
+
+    def close(self):
+        """Close the database."""
+        self.db.close()
+''', fails=['result-store-survives-reopen']),
+    dict(name='empty-content-is-unknown', cell='result-store', source='''
+class ResultStore:
+    """Full tool results in SQLite: save() returns a reference, resolve() gives the result back."""
+
+    def __init__(self, path=":memory:"):
+        self.db = sqlite3.connect(path)
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS results "
+            "(id INTEGER PRIMARY KEY, tool_call_id TEXT, content TEXT NOT NULL)"
+        )
+        self.db.commit()
+
+    def save(self, message):
+        """Store a tool message's content; return its reference (a str)."""
+        cursor = self.db.execute(
+            "INSERT INTO results (tool_call_id, content) VALUES (?, ?)",
+            (message.get("tool_call_id"), message["content"]),
+        )
+        self.db.commit()
+        return f"result-{cursor.lastrowid}"
+
+    def resolve(self, ref):
+        """The full content a reference names; KeyError when there is none."""
+        number = ref.removeprefix("result-") if isinstance(ref, str) else ""
+        row = None
+        if number.isdigit():
+            row = self.db.execute("SELECT content FROM results WHERE id = ?", (int(number),)).fetchone()
+        if not row or not row[0]:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]
+
+    def close(self):
+        """Close the database."""
+        self.db.close()
+''', fails=['result-store-returns-the-saved-string']),
+    dict(name='tiny-list-cap-tail-of-brackets-and-note', cell='compress-result', source='''
+def compress(result, max_chars):
+    """`result` (str, list or dict) as text of at most `max_chars` characters, saying what was cut.
+
+    A result that fits is returned as its text: the string itself, or json.dumps(result).
+    Cut text is the longest start that fits plus f"\\\\n[truncated from {len(text):,} chars]"; a
+    cut list is json.dumps(result[:k]) for the largest k that fits with
+    f"\\\\n[{len(result) - k} more items not shown, {len(result)} in all]". When even the note
+    does not fit, its last `max_chars` characters. `result` is not changed.
+
+    >>> compress(list(range(30)), 70)
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\\\\n[20 more items not shown, 30 in all]'
+    """
+    if isinstance(result, list):
+        text = json.dumps(result)
+        if len(text) <= max_chars:
+            return text
+        for k in range(len(result), -1, -1):
+            note = f"\\n[{len(result) - k} more items not shown, {len(result)} in all]"
+            head = json.dumps(result[:k])
+            if len(head) + len(note) <= max_chars:
+                return head + note
+        return (json.dumps(result[:0]) + note)[-max_chars:]
+    text = result if isinstance(result, str) else json.dumps(result)
+    if len(text) <= max_chars:
+        return text
+    note = f"\\n[truncated from {len(text):,} chars]"
+    if len(note) > max_chars:  # no room even for the note: keep its end, which has the numbers
+        return note[-max_chars:]
+    return text[: max_chars - len(note)] + note
+''', fails=['compress-never-exceeds']),
+]
+RULES += [
+    dict(rule='max_chars counts characters (len(text)), not UTF-8 bytes', test='compress-fits-unchanged', wrong='fits-by-utf8-bytes'),
+    dict(rule="k = 0 is a k: when no item fits but '[]' and the note do, return them", test='compress-list-keeps-most-items', wrong='list-never-tries-zero-items'),
+    dict(rule='every save() commits at once, not every other one', test='result-store-survives-reopen', wrong='commits-every-other-save'),
+    dict(rule="an empty result saved resolves to '', not KeyError", test='result-store-returns-the-saved-string', wrong='empty-content-is-unknown'),
+    dict(rule="under a list cap too small for '[]' and the note, the last max_chars characters of the note alone", test='compress-never-exceeds', wrong='tiny-list-cap-tail-of-brackets-and-note'),
+]

@@ -732,3 +732,60 @@ def small_talk(messages, keep_recent=1, max_tokens=40):
     return [i for g in chosen for i in range(*spans[g])]
 ''', fails=['small-talk-visible', 'small-talk-calls-and-results']),
 ]
+
+
+# Found by grading probes against the stated rules; each now fails the named test.
+WRONG_ANSWERS += [
+    dict(name='length-of-the-content', cell='small-talk', source='''
+def small_talk(messages, keep_recent=1, max_tokens=40):
+    """Indices of the old small talk in `messages`, ascending (see the rules above).
+
+    >>> small_talk([{"role": "user", "content": "Fix bug #412."}, {"role": "assistant", "content": "On it."},
+    ...             {"role": "assistant", "content": "Fixed."}])
+    [1]
+    """
+    spans = ctxlab.turn_group_spans(messages)
+    pins = ctxlab.pinned_indices(messages)
+    chosen = []
+    for start, stop in spans[: max(0, len(spans) - keep_recent)]:
+        group = range(start, stop)
+        if any(i in pins for i in group):
+            continue
+        if all(
+            messages[i]["role"] in ("user", "assistant")
+            and not messages[i].get("tool_calls")
+            and ctxlab.count_text(messages[i].get('content') or '') <= max_tokens
+            for i in group
+        ):
+            chosen.extend(group)
+    return chosen
+''', fails=['small-talk-long-messages']),
+    dict(name='recent-beyond-the-groups', cell='small-talk', source='''
+def small_talk(messages, keep_recent=1, max_tokens=40):
+    """Indices of the old small talk in `messages`, ascending (see the rules above).
+
+    >>> small_talk([{"role": "user", "content": "Fix bug #412."}, {"role": "assistant", "content": "On it."},
+    ...             {"role": "assistant", "content": "Fixed."}])
+    [1]
+    """
+    spans = ctxlab.turn_group_spans(messages)
+    pins = ctxlab.pinned_indices(messages)
+    chosen = []
+    for start, stop in spans[: len(spans) - keep_recent]:
+        group = range(start, stop)
+        if any(i in pins for i in group):
+            continue
+        if all(
+            messages[i]["role"] in ("user", "assistant")
+            and not messages[i].get("tool_calls")
+            and ctxlab.count_message(messages[i]) <= max_tokens
+            for i in group
+        ):
+            chosen.extend(group)
+    return chosen
+''', fails=['small-talk-recent-turns']),
+]
+RULES += [
+    dict(rule="the length limit is on ctxlab.count_message(m), framing included, not on the content's tokens", test='small-talk-long-messages', wrong='length-of-the-content'),
+    dict(rule='a keep_recent larger than the number of turn groups keeps them all: nothing is small talk', test='small-talk-recent-turns', wrong='recent-beyond-the-groups'),
+]
