@@ -675,7 +675,7 @@ RULES += [
 ]
 
 WRONG_ANSWERS += [
-    dict(name='own-budgeterror-class', cell='trim-and-summarise', source='''
+    dict(name='own-budgeterror-class', cell='trim-and-summarise', source=r'''
 class BudgetError(ValueError):
     pass
 
@@ -725,7 +725,7 @@ render_steps = types.FunctionType(ctxlab.render_steps.__code__, ctxlab.render_st
 ]
 
 WRONG_ANSWERS += [
-    dict(name='failures-line-names-no-tool', cell='compaction-prompt', source='''
+    dict(name='failures-line-names-no-tool', cell='compaction-prompt', source=r'''
 def compaction_prompt(steps_text, prior_summary=None):
     """The text of the request to the summariser.
 
@@ -768,7 +768,7 @@ def compaction_prompt(steps_text, prior_summary=None):
     parts.append(f"STEPS TO FOLD IN:\n{steps_text}")
     return "\n\n".join(parts)
 ''', fails=['compaction-prompt-asks-for-failures']),
-    dict(name='prose-rather-than-bullets', cell='compaction-prompt', source='''
+    dict(name='prose-rather-than-bullets', cell='compaction-prompt', source=r'''
 def compaction_prompt(steps_text, prior_summary=None):
     """The text of the request to the summariser.
 
@@ -811,7 +811,7 @@ def compaction_prompt(steps_text, prior_summary=None):
     parts.append(f"STEPS TO FOLD IN:\n{steps_text}")
     return "\n\n".join(parts)
 ''', fails=['compaction-prompt-terse-bullets']),
-    dict(name='stop-sequence-in-the-request', cell='compact-summaries', source='''
+    dict(name='stop-sequence-in-the-request', cell='compact-summaries', source=r'''
 def compact(client, dropped, prior_summary=None, *, model=None):
     """Fold the `dropped` messages and the `prior_summary` into ONE summary; return its text.
 
@@ -838,7 +838,7 @@ def compact(client, dropped, prior_summary=None, *, model=None):
     )
     return reply.choices[0].message.content.strip()
 ''', fails=['compact-one-user-message']),
-    dict(name='fit-check-leaves-out-the-old-summary', cell='trim-and-summarise', source='''
+    dict(name='fit-check-leaves-out-the-old-summary', cell='trim-and-summarise', source=r'''
 def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
     """Fit `messages` into `allowance` tokens, replacing what is dropped with ONE summary.
 
@@ -883,7 +883,7 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
         head += 1
     return kept[:head] + [message] + kept[head:]
 ''', fails=['tas-summary-counted']),
-    dict(name='counts-only-the-summary-text', cell='trim-and-summarise', source='''
+    dict(name='counts-only-the-summary-text', cell='trim-and-summarise', source=r'''
 def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):
     """Fit `messages` into `allowance` tokens, replacing what is dropped with ONE summary.
 

@@ -616,7 +616,7 @@ RULES += [
 ATTACKS = [
 ]
 ATTACKS += [
-    dict(name='replan-copies-the-code-object', cell='replan-after', source='''
+    dict(name='replan-copies-the-code-object', cell='replan-after', source=r'''
 import types
 _d = ctxlab.replan_due
 _due = types.FunctionType(_d.__code__, _d.__globals__, "replan_due", _d.__defaults__, _d.__closure__)
