@@ -217,3 +217,14 @@ def test_every_rule_has_a_test_and_a_wrong_answer_that_breaks_only_it(lesson):
             f"{lesson}: wrong answer {rule['wrong']!r} should fail {rule['test']!r}, the test of rule {rule['rule']!r}")
     unused = set(wrong) - {rule["wrong"] for rule in rules}
     assert not unused, f"{lesson}: wrong answers in no rule: {sorted(unused)}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_listed_wrong_answer_and_attack_compiles(lesson):
+    """A source that does not compile fails every test with a NameError, whatever it was meant to
+    break, so it would prove nothing (escape newlines in a source's strings: use r'''...''')."""
+    for answer in load_wrong_answers(lesson) + load_attacks(lesson):
+        try:
+            compile(answer.source, f"<{lesson}:{answer.name}>", "exec")
+        except SyntaxError as err:
+            raise AssertionError(f"{lesson}: {answer.name!r} does not compile: {err}") from None
