@@ -594,14 +594,9 @@ class TokenCounter:
         tokens = self._cache.get(key) if key is not None else None
         if tokens is None:
             tokens = _message_tokens(message, self.text, index, self.unknown_image_tokens)
-            if len(self._cache) >= self.max_entries:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = tokens
-        snapshot = _snapshot(message) if message.__class__ is dict else None
-        if snapshot is not None:
-            if len(self._seen) >= self.max_entries:
-                self._seen.pop(next(iter(self._seen)))
-            self._seen[id(message)] = (snapshot, tokens)
+            self._remember(message, key, tokens)
+        else:
+            self._remember(message, (), tokens)
         return tokens
 
     def _remembered(self, message: Mapping[str, Any]) -> tuple[int | None, tuple]:
@@ -618,8 +613,8 @@ class TokenCounter:
         return self._cache.get(key), key
 
     def _remember(self, message: Mapping[str, Any], key: tuple, tokens: int) -> None:
-        """File ``tokens`` as the count of ``message`` in both memories, as :meth:`message` does
-        (``key`` empty: in the second only)."""
+        """File ``tokens`` as the count of ``message``: under ``key`` by content (unless ``key``
+        is empty) and by identity with a snapshot (a plain ``dict`` only)."""
         if key:
             if len(self._cache) >= self.max_entries:
                 self._cache.pop(next(iter(self._cache)))
