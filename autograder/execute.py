@@ -55,6 +55,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
+from zmq import ZMQError
 
 from .kernel import LimitedKernelClient, SandboxedKernelManager
 from .sandbox import JUDGING_PACKAGE, Sandbox
@@ -75,6 +76,13 @@ FATAL = {
     "lost_output": ("OutputTooLarge", "output_truncated", "sent an output too large to receive (over {mb} MB)"),
     "died": ("DeadKernelError", "kernel_died",
              "the kernel died while running this cell (os._exit, a crash or running out of memory)"),
+}
+# The same, for a test cell, whose code is the lesson's: the judge's kernel was stopped by what the
+# code under test handed it (a value too large to count in time, to hold in memory, or to send).
+TEST_FATAL = {
+    "hung": ("CellTimeoutError", "ran for more than {timeout} s and did not stop when interrupted"),
+    "lost_output": ("OutputTooLarge", "made the judge's kernel send a message too large to receive (over {mb} MB)"),
+    "died": ("DeadKernelError", "made the judge's kernel die (it ran out of memory or crashed)"),
 }
 
 
@@ -409,6 +417,10 @@ class GuardedExecute(Execute):
             return "hung" if self._interrupted else "lost_output"
         except DeadKernelError:
             return "died"
+        except ZMQError:
+            # The request could not be sent: an earlier message over the size limit ended the
+            # connection (see LimitedKernelClient.send_timeout), so this kernel is out of reach.
+            return "lost_output"
         errors = [o for o in cell.outputs if o.get("output_type") == "error"]
         if any(o.get("ename") == "CellTimeoutError" for o in errors):
             return "timeout"
@@ -443,6 +455,8 @@ class GuardedExecute(Execute):
             why = (report or {}).get("error") or "the judge's kernel did not answer"
             if attempt == 0:
                 attempt = 1
+                if report is None:  # the judge itself gave no answer: it is replaced too
+                    await self._restart_judge()
                 self._event(index, "judge_unreachable", f"{why}; the learner's kernel was restarted")
                 await self._recover(-1)
                 continue
@@ -459,13 +473,22 @@ class GuardedExecute(Execute):
                     output.get("ename") == "ReferenceDisabled" or "is ctxlab's own answer" in str(output.get("evalue"))):
                 self._event(index, "reference_used", "the code under test called ctxlab's own answer to "
                                                      "this exercise, which is switched off while it is graded")
-        if outcome in FATAL or outcome == "timeout":
-            self._event(index, "timeout" if outcome == "timeout" else outcome,
-                        f"this test ran for more than {self.timeout} s")
+        if outcome in FATAL:
+            # The judge hung past the interrupt, died or sent what could not be received, so nbclient
+            # recorded no error: without one the test would score its points. It fails, and the judge
+            # is replaced without being asked anything (its channel may be gone for good).
+            ename, what = TEST_FATAL[outcome]
+            what = what.format(timeout=self.timeout, mb=LimitedKernelClient.max_message_bytes // 2**20)
+            if not any(o.get("output_type") == "error" for o in cell.outputs):
+                cell.outputs.append(_error(ename, f"this test {what}, so it fails"))
+            self._event(index, outcome, f"this test {what}; the judge's kernel was restarted")
+            serving, self._session = self._session, None
+            await self._restart_judge()
+            await self._finish_serving(serving, index, broken="the judge's kernel was restarted")
+        elif outcome == "timeout":
+            self._event(index, "timeout", f"this test ran for more than {self.timeout} s")
             serving, self._session = self._session, None
             ended = await self._judge_call("__ctxlab_judge__.end({nonce})")
-            if outcome in FATAL:
-                await self._restart_judge()
             await self._finish_serving(serving, index, broken=(ended or {}).get("broken"))
 
     # A run of consecutive test cells shares one connection to the learner's kernel (a
@@ -480,6 +503,8 @@ class GuardedExecute(Execute):
         forbid = {name: spec.forbid[name] for name in spec.answer_names if spec.forbid.get(name)}
         token = secrets.token_hex(16)
         self._session = self._serve(token)
+        if self._session is None:
+            return {"ok": False, "error": "the request to answer the judge could not be sent to it"}
         return await self._judge_call(
             f"__ctxlab_judge__.begin({{nonce}}, {token!r}, {spec.answer_names!r}, {forbid!r})")
 
@@ -491,13 +516,17 @@ class GuardedExecute(Execute):
         ended = await self._judge_call("__ctxlab_judge__.end({nonce})")
         await self._finish_serving(serving, index, broken=broken or (ended or {}).get("broken"))
 
-    def _serve(self, token: str) -> str:
-        """Ask the learner's kernel to answer the judge (without waiting); the request's id."""
+    def _serve(self, token: str) -> str | None:
+        """Ask the learner's kernel to answer the judge (without waiting); the request's id, or
+        None when it could not be sent (the kernel is out of reach and must be recovered)."""
         path = self.km.channel_path(SOCKET)
         expression = (f"__import__({JUDGING_PACKAGE + '.agent'!r}, fromlist=['serve'])"
                       f".serve({path!r}, {token!r}, {float(self.timeout or 60)!r})")
-        return self.kc.execute("", silent=True, store_history=False, user_expressions={"agent": expression},
-                               allow_stdin=False, stop_on_error=False)
+        try:
+            return self.kc.execute("", silent=True, store_history=False, user_expressions={"agent": expression},
+                                   allow_stdin=False, stop_on_error=False)
+        except ZMQError:
+            return None
 
     async def _finish_serving(self, msg_id: str, index: int, broken: str | None = None) -> None:
         """Wait for the learner's kernel to finish answering; interrupt or restart it if it hangs."""
@@ -530,8 +559,11 @@ class GuardedExecute(Execute):
             return None
         nonce = secrets.token_hex(8)
         expression = template.replace("{nonce}", repr(nonce))
-        msg_id = self.judge_kc.execute("", silent=True, store_history=False, user_expressions={"r": expression},
-                                       allow_stdin=False, stop_on_error=False)
+        try:
+            msg_id = self.judge_kc.execute("", silent=True, store_history=False, user_expressions={"r": expression},
+                                           allow_stdin=False, stop_on_error=False)
+        except ZMQError:  # the judge's kernel is out of reach (see LimitedKernelClient.send_timeout)
+            return None
         reply = await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id,
                                            self.judge_timeout + 30 if timeout is None else timeout)
         if reply is None:
@@ -545,8 +577,11 @@ class GuardedExecute(Execute):
         return report if isinstance(report, dict) and report.get("nonce") == nonce else None
 
     async def _judge_run_quietly(self, source: str) -> bool:
-        msg_id = self.judge_kc.execute(source, silent=True, store_history=False, allow_stdin=False,
-                                       stop_on_error=False)
+        try:
+            msg_id = self.judge_kc.execute(source, silent=True, store_history=False, allow_stdin=False,
+                                           stop_on_error=False)
+        except ZMQError:
+            return False
         reply = await self._wait_for_shell(self.judge_kc, self.judge_km, msg_id, (self.timeout or 60) + 5)
         return reply is not None and reply["content"].get("status") == "ok"
 
@@ -617,11 +652,12 @@ class GuardedExecute(Execute):
             await self._judge_run_quietly(self.nb.cells[index].source)
 
     async def _stop_kernel(self) -> None:
-        if self.km is not None:
+        km = self.km  # nbclient's cleanup sets self.km to None: release the manager it stopped
+        if km is not None:
             with contextlib.suppress(Exception):  # a kernel that is already gone is fine
                 await self._async_cleanup_kernel()
             with contextlib.suppress(Exception):
-                self.km.release()
+                km.release()  # its process group (cgroup) and its connection folder's tmpfs
         self.km = None
         self.kc = None
 
@@ -651,8 +687,11 @@ class GuardedExecute(Execute):
     async def _replay(self) -> int | None:
         """Re-run the replayable cells quietly; the index of one that failed to finish, else None."""
         for index in self._replayable:
-            msg_id = self.kc.execute(self.nb.cells[index].source, silent=False, store_history=True,
-                                     allow_stdin=False, stop_on_error=False)
+            try:
+                msg_id = self.kc.execute(self.nb.cells[index].source, silent=False, store_history=True,
+                                         allow_stdin=False, stop_on_error=False)
+            except ZMQError:
+                return index
             reply = await self._wait_for_shell(self.kc, self.km, msg_id, (self.timeout or 60) + 5)
             if reply is None:
                 return index

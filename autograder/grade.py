@@ -66,10 +66,11 @@ from .template import PACKAGE_PARENT, Lesson, TemplateError, build_template
 __all__ = ["GradeOptions", "grade_class", "register", "parse_lessons", "parse_shard", "shard_of", "write_outputs",
            "GRADER_VERSION", "GradingRefused", "RUN_FILE"]
 
-GRADER_VERSION = "6"  # 2: test cells are judged in their own kernel; 3: demonstrations nothing needs are left out;
+GRADER_VERSION = "7"  # 2: test cells are judged in their own kernel; 3: demonstrations nothing needs are left out;
 # 4: consecutive test cells share one connection, tracebacks without colour codes; 5: exceptions are ctxlab's
 # only by identity, references stay off in subclasses, methods and copies; 6: and in the judge while an answer
-# runs (methods of the test's own objects called back)
+# runs (methods of the test's own objects called back); 7: a test that stops the judge's kernel (hung past
+# the interrupt, died, or sent a message too large to receive) fails instead of scoring its points
 JUDGING_DIR = Path(__file__).resolve().parent / "judging"
 RUN_FILE = "run.json"
 

@@ -4,7 +4,8 @@ The kernel talks to the grader over Unix sockets (ZeroMQ's ``ipc`` transport) in
 private folder, the only host folder the sandbox may write: with no network namespace shared,
 TCP on the grader's loopback is out of reach. Interrupts are sent as messages (a signal sent to
 bubblewrap would not reach the kernel). Messages larger than ``max_message_bytes`` make the
-grader drop the connection rather than hold them in memory.
+grader drop the connection rather than hold them in memory, and a request that cannot be sent
+within ``send_timeout`` (its connection was dropped) raises ``zmq.Again`` rather than waiting.
 
 >>> SandboxedKernelManager.interrupt_mode
 'message'
@@ -42,6 +43,10 @@ class LimitedKernelClient(AsyncKernelClient):
     ready as soon as the kernel answers."""
 
     max_message_bytes = 64 * 1024 * 1024
+    # A message over the size limit ends its connection for good (ZeroMQ does not reconnect after
+    # it), and sending on a connection with no peer left would wait for ever: a send that cannot
+    # go within this many seconds raises zmq.Again instead (GuardedExecute treats it as a lost kernel).
+    send_timeout = 10.0
 
     async def _async_wait_for_ready(self, timeout: float | None = None) -> None:
         """jupyter_client's wait, without its last step: listening until IOPub has been quiet
@@ -73,6 +78,8 @@ class LimitedKernelClient(AsyncKernelClient):
         sock = self.context.socket({"iopub": zmq.SUB, "stdin": zmq.DEALER, "hb": zmq.REQ}.get(channel, zmq.DEALER))
         sock.linger = 1000
         sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        if channel not in ("iopub", "hb"):
+            sock.setsockopt(zmq.SNDTIMEO, int(self.send_timeout * 1000))
         if identity:
             sock.identity = identity
         sock.connect(url)

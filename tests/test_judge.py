@@ -18,7 +18,7 @@ import ctxlab
 from autograder.judging import agent
 from autograder.judging.endpoint import Endpoint, Remote
 from autograder.judging.errors import LearnerError, ReferenceDisabled, rebuild
-from autograder.judging.wire import MAX_DEPTH, ChannelError, Codec, Peer
+from autograder.judging.wire import MAX_DEPTH, MAX_MESSAGE, ChannelError, Codec, Peer
 from autograder.references import answer_names, forbid_map, resolve
 
 
@@ -290,6 +290,20 @@ def test_an_assertion_in_the_tests_own_callback_hides_its_message(pair_of):
 def test_a_missing_name_is_not_bound(pair_of):
     pair = pair_of(fit=lambda: 1)
     assert pair.names("fit", "pairs_ok")[1] is None
+
+
+def test_an_answer_that_cannot_travel_as_data_is_a_handle_and_the_others_still_bind():
+    # Sent as data, one of these would end the connection, and every test of the notebook would fail.
+    deep: list = []
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+    namespace = {"q1": "c", "deep": deep, "huge": "x" * (MAX_MESSAGE // 2 + 10), "digits": 10 ** 5000, "q2": "b"}
+    endpoint = Endpoint("learner", guarded=False, encoding_loader=_encoding, make_error=rebuild, describe_error=str)
+    values = agent._within_limit(endpoint, {name: agent._as_data_or_handle(endpoint, value)
+                                            for name, value in namespace.items()}, namespace)
+    assert values["q1"] == "c" and values["q2"] == "b"
+    assert all(values[name]["$"] == "ref" for name in ("deep", "huge", "digits"))
+    assert endpoint.codec.local(values["huge"]) is namespace["huge"]
 
 
 # ---------------------------------------------------------------------- references switched off

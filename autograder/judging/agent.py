@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import json
 import os
 import socket
 import sys
@@ -38,6 +39,7 @@ import types
 from .endpoint import Endpoint
 from .errors import ReferenceDisabled, rebuild
 from .memo import tokens_remembered
+from .wire import MAX_MESSAGE, ChannelError
 
 __all__ = ["install", "serve", "disable", "restore", "find_copies"]
 
@@ -229,6 +231,33 @@ def _encoding(name: str):
     return ctxlab.encoding(name)
 
 
+def _as_data_or_handle(endpoint: Endpoint, value):
+    """``value`` encoded for the judge; as a handle when it cannot travel as data (nested too deep),
+    so that only the tests of that one answer fail on it, not every test of the notebook."""
+    try:
+        return endpoint.encode(value)
+    except ChannelError:
+        return endpoint.codec.ref(value)
+
+
+def _within_limit(endpoint: Endpoint, values: dict, namespace: dict) -> dict:
+    """``values`` (answer name -> encoded value), with the largest sent as handles while the whole
+    would not fit in one message (or a number too long for JSON's text), for the same reason."""
+    sizes = {}
+    for name, encoded in values.items():
+        try:
+            sizes[name] = len(json.dumps(encoded, allow_nan=False, separators=(",", ":")))
+        except (TypeError, ValueError):
+            sizes[name] = MAX_MESSAGE
+    budget = MAX_MESSAGE // 2
+    for name in sorted(sizes, key=sizes.get, reverse=True):
+        if sum(sizes.values()) <= budget and sizes[name] < MAX_MESSAGE:
+            break
+        values[name] = endpoint.codec.ref(namespace[name])
+        sizes[name] = 200
+    return values
+
+
 def serve(path: str, token: str, timeout: float = 60.0) -> str:
     """Connect to the judge at ``path`` and answer it until it ends the test; a word on how it ended."""
     namespace = _namespace()
@@ -239,11 +268,11 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
         values, missing = {}, []
         for name in names:
             if type(name) is str and name in namespace:
-                values[name] = endpoint.encode(namespace[name])
+                values[name] = _as_data_or_handle(endpoint, namespace[name])
                 answers[name] = namespace[name]
             else:
                 missing.append(name)
-        return {"ok": True, "value": values, "missing": missing}
+        return {"ok": True, "value": _within_limit(endpoint, values, namespace), "missing": missing}
 
     forbid: dict[str, list] = {}
     answers: dict[str, object] = {}

@@ -78,6 +78,36 @@ def _switched_off(names: list[str]):
         agent.restore(switched)
 
 
+ERROR_CHARS = 8_000  # of an error's message and of each traceback line: twice what the grader keeps
+ERROR_LINES = 100  # last lines of a traceback kept: more than the grader keeps
+
+
+def _bounded(value: BaseException) -> None:
+    """Shorten the message of ``value`` in place when it is over :data:`ERROR_CHARS` (a test that
+    quotes a value the code under test returned can raise an error of any size)."""
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 - a str() that fails is IPython's to report
+        return
+    if len(text) > ERROR_CHARS:
+        with contextlib.suppress(Exception):
+            value.args = (text[:ERROR_CHARS] + " [shortened by the grader]",)
+
+
+def _bound_tracebacks(shell) -> None:
+    """Make this kernel's error messages small enough to send: the message and each line of its
+    traceback at most ERROR_CHARS, the last ERROR_LINES lines. Unbounded, a test's error that quotes
+    the learner's 40 MB value is a message the grader's connection refuses, and then ends."""
+    show = shell._showtraceback
+
+    def _showtraceback(etype, evalue, stb):
+        _bounded(evalue)  # the same exception object gives the reply's evalue
+        stb = [str(line)[:ERROR_CHARS] for line in list(stb or [])[-ERROR_LINES:]]
+        return show(etype, evalue, stb)
+
+    shell._showtraceback = _showtraceback
+
+
 def _report(nonce: str, **fields) -> str:
     return json.dumps({"nonce": nonce, **fields})
 
@@ -90,6 +120,7 @@ def start(nonce: str, path: str, timeout: float) -> str:
     # A failed test's traceback in the plain layout: the same frames, lines and message, without
     # reading and highlighting each frame's source file (tens of ms per failed test otherwise).
     shell.InteractiveTB.set_mode("Plain")
+    _bound_tracebacks(shell)
     shell.display_formatter.active_types = []  # nothing a test does can emit an execute_result
     if os.path.exists(path):
         os.unlink(path)
@@ -137,7 +168,9 @@ def begin(nonce: str, token: str, names: list, forbid: dict) -> str:
         bound = _bind(namespace, endpoint, names)
     except (ChannelError, Exception) as err:  # noqa: BLE001 - reported, and the test then fails
         return _report(nonce, ok=False, error=f"the learner's kernel did not answer: {str(err)[:300]}")
-    return _report(nonce, ok=True, bound=bound, disabled=disabled if type(disabled) is list else [])
+    # What the learner's side says it switched off is for reports only: a few short names at most.
+    disabled = [str(d)[:200] for d in disabled[:100]] if type(disabled) is list else []
+    return _report(nonce, ok=True, bound=bound, disabled=disabled)
 
 
 def _bind(namespace: dict, endpoint: Endpoint, names: list) -> list[str]:
