@@ -638,3 +638,58 @@ def count_chat(messages, enc=None):
 RULES += [
     dict(rule='a `name` that is an empty string is still a name: it costs the 1 extra token', test='count-chat-name', wrong='empty-name-costs-no-extra-token'),
 ]
+
+# Probed again: each passed every test before the test named in it checked the rule.
+WRONG_ANSWERS += [
+    dict(name="tokenizes-with-encode-and-no-special-tokens", cell="count-chat",
+         source=count_chat().replace("enc.encode_ordinary(", "ordinary(").replace(
+             "enc = enc or ctxlab.encoding()",
+             "enc = enc or ctxlab.encoding()\n"
+             "    ordinary = lambda text: enc.encode(text, disallowed_special=())  # special-token text as plain text"),
+         fails=["count-chat-uses-given-encoding"]),
+    dict(name="name-extra-token-only-for-users", cell="count-chat",
+         source=count_chat().replace('if key == "name":', 'if key == "name" and message.get("role") == "user":'),
+         fails=["count-chat-name"]),
+    dict(name="re-serialises-the-arguments", cell="count-chat",
+         source=count_chat(tool_calls="""for call in value:
+                    arguments = json.dumps(json.loads(call["function"]["arguments"]))
+                    total += 3 + len(enc.encode_ordinary(call["function"]["name"])) + len(enc.encode_ordinary(arguments))"""),
+         fails=["count-chat-tool-calls"]),
+    dict(name="an-empty-reply-is-no-call", cell="billed-input",
+         source=billed(bill="""if message["role"] == "assistant" and (message.get("content") or message.get("tool_calls")):
+            total += running
+        running += ctxlab.count_message(message)"""),
+         fails=["billed-input-only-assistant-calls"]),
+    dict(name="remembers-the-first-allowance", cell="context-budget",
+         source=budget(allowance='getattr(self, "_allowance", None) or '
+                                 '(self.window - self.reserve_output - fixed_tokens - scratchpad_tokens)').replace(
+             "        return allowance", "        self._allowance = allowance\n        return allowance"),
+         fails=["budget-subtracts-fixed-prefix"]),
+    dict(name="spends-the-window-in-place", cell="context-budget",
+         source=budget().replace(
+             "        return allowance", "        self.window = allowance  # the room that is left\n        return allowance"),
+         fails=["budget-subtracts-fixed-prefix"]),
+]
+RULES += [
+    dict(rule="enc may have encode_ordinary and nothing else: every text is tokenized with it",
+         test="count-chat-uses-given-encoding", wrong="tokenizes-with-encode-and-no-special-tokens"),
+    dict(rule="a name costs the extra token on a message of any role", test="count-chat-name",
+         wrong="name-extra-token-only-for-users"),
+    dict(rule="a call's arguments string is counted as it is, not parsed and re-serialised",
+         test="count-chat-tool-calls", wrong="re-serialises-the-arguments"),
+    dict(rule="an empty assistant message (content '' or None) is a model call too",
+         test="billed-input-only-assistant-calls", wrong="an-empty-reply-is-no-call"),
+    dict(rule="each allowance comes from the arguments of its own call (one budget is asked on every lap)",
+         test="budget-subtracts-fixed-prefix", wrong="remembers-the-first-allowance"),
+    dict(rule="history_allowance leaves the budget's fields as they are", test="budget-subtracts-fixed-prefix",
+         wrong="spends-the-window-in-place"),
+]
+WRONG_ANSWERS += [
+    dict(name="a-zero-window-means-the-default", cell="context-budget",
+         source=budget(allowance="(self.window or 128_000) - self.reserve_output - fixed_tokens - scratchpad_tokens"),
+         fails=["budget-refuses-impossible"]),
+]
+RULES += [
+    dict(rule="a window of 0 is a window of 0 tokens (refused), not the default", test="budget-refuses-impossible",
+         wrong="a-zero-window-means-the-default"),
+]

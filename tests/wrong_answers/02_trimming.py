@@ -1264,3 +1264,67 @@ RULES += [
     dict(rule='every system message is pinned, one later in the history too', test='fit-keeps-system-and-task', wrong='pins-only-the-leading-system-messages'),
     dict(rule='keep_recent counts the newest groups by position, a pinned one included', test='fit-keep-recent-groups', wrong='keep-recent-looks-past-a-pinned-newest-group'),
 ]
+
+# Probed again: each passed every test before the test named in it checked the rule.
+WRONG_ANSWERS += [
+    dict(name="tags-each-message-with-its-group", cell="turn-groups",
+         source=turn_groups_with(opened='groups and groups[-1][0]["role"] == "assistant" and groups[-1][0].get("tool_calls")').replace(
+             "            groups.append([message])\n    return groups",
+             '            groups.append([message])\n        message["group"] = len(groups) - 1  # where it went\n    return groups'),
+         fails=["turn-groups-partition"]),
+    dict(name="an-empty-history-has-an-empty-group", cell="turn-groups", source='''
+def turn_groups(messages):
+    groups, current = [], []
+    for message in messages:
+        if message["role"] == "tool" and current and current[0]["role"] == "assistant" and current[0].get("tool_calls"):
+            current.append(message)
+        else:
+            if current:
+                groups.append(current)
+            current = [message]
+    groups.append(current)  # the last group
+    return groups
+''', fails=["turn-groups-partition"]),
+    dict(name="pins-by-equal-content", cell="fit-history",
+         source=fit_with(pinned="[messages[i] for i in ctxlab.pinned_indices(messages)]").replace(
+             "if any(id(m) in pinned for m in group)", "if any(m in pinned for m in group)"),
+         fails=["fit-stops-at-first-misfit"]),
+    dict(name="assembles-kept-by-equal-content", cell="fit-history",
+         source=fit_with(assemble='''    chosen = [m for g in keep for m in groups[g]]
+    kept = [m for m in messages if m in chosen]
+    dropped = [m for m in messages if m not in chosen]
+    return kept, dropped'''),
+         fails=["fit-stops-at-first-misfit"]),
+    dict(name="keep-recent-past-the-start-goes-negative", cell="fit-history",
+         source=fit_with(recent="set(range(len(groups) - keep_recent, len(groups)))"),
+         fails=["fit-keep-recent-groups"]),
+    dict(name="sorts-by-step", cell="fit-history",
+         source=fit_with(assemble='''    kept = sorted((m for g in keep for m in groups[g]), key=lambda m: m.get("step", 0))
+    dropped = sorted((m for g, group in enumerate(groups) if g not in keep for m in group), key=lambda m: m.get("step", 0))
+    return kept, dropped'''),
+         fails=["fit-preserves-order"]),
+    dict(name="rebuilds-dropped-by-equal-content", cell="high-low-trim", source='''
+def high_low_trim(view, *, high, low, count=None):
+    count = count or ctxlab.count_message
+    if sum(count(m) for m in view) <= high:
+        return list(view), []
+    kept, _ = ctxlab.fit(view, low, count=count)
+    return kept, [m for m in view if m not in kept]
+''', fails=["high-low-trims-to-low"]),
+]
+RULES += [
+    dict(rule="turn_groups leaves the messages as they were", test="turn-groups-partition",
+         wrong="tags-each-message-with-its-group"),
+    dict(rule="an empty history has no groups (every group holds a message)", test="turn-groups-partition",
+         wrong="an-empty-history-has-an-empty-group"),
+    dict(rule="only the first user message is the task: a later copy of it is elastic", test="fit-stops-at-first-misfit",
+         wrong="pins-by-equal-content"),
+    dict(rule="an older group that repeats a kept message word for word is still dropped past the misfit",
+         test="fit-stops-at-first-misfit", wrong="assembles-kept-by-equal-content"),
+    dict(rule="keep_recent above the number of groups keeps them all", test="fit-keep-recent-groups",
+         wrong="keep-recent-past-the-start-goes-negative"),
+    dict(rule="kept and dropped follow input positions, not steps (a message may have no step)",
+         test="fit-preserves-order", wrong="sorts-by-step"),
+    dict(rule="high_low_trim returns fit's dropped as it is", test="high-low-trims-to-low",
+         wrong="rebuilds-dropped-by-equal-content"),
+]

@@ -1032,3 +1032,31 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
 RULES += [
     dict(rule='several summaries are joined with newlines into the prior summary', test='tas-several-summaries-rolled-into-one', wrong='joins-summaries-with-spaces'),
 ]
+
+# Probed again: each passed every test before the test named in it checked the rule.
+WRONG_ANSWERS += [
+    dict(name="first-line-of-a-text-cut", cell="render-steps",
+         source=render().replace("{message['role']}: {first}\")", "{message['role']}: {first[:80]}\")"),
+         fails=["render-steps-laps-and-roles"]),
+    dict(name="fit-check-counts-the-old-summary-as-text", cell="trim-and-summarise",
+         source=tas(FITS="len(old) <= 1 and tokens(rest) + sum(ctxlab.count_text(ctxlab.summary_text(m)) for m in old) <= allowance"),
+         fails=["tas-summary-counted"]),
+    dict(name="new-summary-where-the-old-one-was", cell="trim-and-summarise",
+         source=tas(HEAD="where = [i for i, m in enumerate(messages) if ctxlab.is_summary(m)]\n"
+                         "    if where:\n"
+                         "        head = min(where[0], len(kept))"),
+         fails=["tas-summary-placement"]),
+    dict(name="threshold-must-be-a-float", cell="compaction-due",
+         source=due(THRESHOLD_RANGE="not isinstance(threshold, float) or not 0 < threshold <= 1"),
+         fails=["compaction-due-bad-threshold-raises"]),
+]
+RULES += [
+    dict(rule="a text's first line is in its entry in full", test="render-steps-laps-and-roles",
+         wrong="first-line-of-a-text-cut"),
+    dict(rule="the fit check counts an old summary as the message it is", test="tas-summary-counted",
+         wrong="fit-check-counts-the-old-summary-as-text"),
+    dict(rule="the new summary goes after the head, wherever the old one stood", test="tas-summary-placement",
+         wrong="new-summary-where-the-old-one-was"),
+    dict(rule="threshold 1 is allowed whatever its type (the int 1 too)", test="compaction-due-bad-threshold-raises",
+         wrong="threshold-must-be-a-float"),
+]
