@@ -857,3 +857,37 @@ RULES += [
     dict(rule="an empty result saved resolves to '', not KeyError", test='result-store-returns-the-saved-string', wrong='empty-content-is-unknown'),
     dict(rule="under a list cap too small for '[]' and the note, the last max_chars characters of the note alone", test='compress-never-exceeds', wrong='tiny-list-cap-tail-of-brackets-and-note'),
 ]
+
+
+# A further probe round: each breaks one stated rule and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="strips-a-string-that-fits", cell="compress-result",
+         source=replaced(compress_with(), "    if len(text) <= max_chars:\n        return text\n    note",
+                         "    if len(text.rstrip()) <= max_chars:\n        return text.rstrip()\n    note"),
+         fails=["compress-fits-unchanged"]),
+    dict(name="list-scan-stops-at-50-items", cell="compress-result",
+         source=replaced(compress_with(), "for k in range(len(result), -1, -1):", "for k in range(min(len(result), 50), -1, -1):"),
+         fails=["compress-list-keeps-most-items"]),
+    dict(name="age-read-before-the-role", cell="compress-history",
+         source=history_with(condition='step - message["step"] > keep_full_for and message["role"] == "tool"'),
+         fails=["compress-history-non-tool-untouched"]),
+    dict(name="default-store-is-a-shared-file", cell="result-store",
+         source=replaced(store_with(), 'def __init__(self, path=":memory:"):',
+                         'def __init__(self, path=os.path.join(tempfile.gettempdir(), "ctxlab-results-default.sqlite3")):'),
+         fails=["result-store-resolves"]),
+    dict(name="stores-the-content-as-ascii", cell="result-store",
+         source=store_with(save=STORE_PARTS["save"].replace('message["content"])', 'message["content"].encode("ascii", "replace").decode())')),
+         fails=["result-store-returns-the-saved-string"]),
+]
+RULES += [
+    dict(rule="a string that fits comes back unchanged, trailing newlines included", test="compress-fits-unchanged",
+         wrong="strips-a-string-that-fits"),
+    dict(rule="a cut list keeps the largest k, however many items fit", test="compress-list-keeps-most-items",
+         wrong="list-scan-stops-at-50-items"),
+    dict(rule="only a tool result's age is read: a message without a step is kept as it is",
+         test="compress-history-non-tool-untouched", wrong="age-read-before-the-role"),
+    dict(rule="ResultStore() with no path is a new, empty store in memory", test="result-store-resolves",
+         wrong="default-store-is-a-shared-file"),
+    dict(rule="resolve returns exactly the string saved, characters outside ASCII included",
+         test="result-store-returns-the-saved-string", wrong="stores-the-content-as-ascii"),
+]

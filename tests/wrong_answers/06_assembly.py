@@ -789,3 +789,45 @@ RULES += [
     dict(rule="the length limit is on ctxlab.count_message(m), framing included, not on the content's tokens", test='small-talk-long-messages', wrong='length-of-the-content'),
     dict(rule='a keep_recent larger than the number of turn groups keeps them all: nothing is small talk', test='small-talk-recent-turns', wrong='recent-beyond-the-groups'),
 ]
+
+
+# A further probe round: each breaks one stated rule and now fails the named test.
+_FIELDS = '("role", "content", "name", "tool_calls", "tool_call_id")'
+WRONG_ANSWERS += [
+    dict(name="billed-from-the-last-record", cell="policy-row", source=row(BILLED="result.laps[-1].billed"),
+         fails=["policy-row-billed-every-lap"]),
+    dict(name="reused-of-the-first-record-skipped", cell="policy-row",
+         source=row(SHARE="sum(lap.reused for lap in result.laps[1:]) / sum(tokens)"), fails=["policy-row-prefix-share"]),
+    dict(name="probe-seen-after-the-last-lap-kept", cell="policy-row",
+         source=row(KEPT="start is not None and all(lap.probes.get(name) for lap in later)"),
+         fails=["policy-row-probe-never-seen"]),
+    dict(name="first-seen-zero-as-never", cell="policy-row", source=row(FROM="start and lap.lap >= start"),
+         fails=["policy-row-probes-from-first-seen"]),
+    dict(name="missing-first-seen-zero-as-never", cell="missing-by-lap", source=missing(SEEN="result.first_seen.get(name)"),
+         fails=["missing-by-lap-first-seen-lap"]),
+    dict(name="small-talk-default-limit-of-60", cell="small-talk",
+         source=talk().replace("max_tokens=40):", "max_tokens=60):"), fails=["small-talk-long-messages"]),
+    dict(name="small-talk-empty-reply-kept", cell="small-talk",
+         source=talk(NO_CALLS='not messages[i].get("tool_calls") and (messages[i].get("content") or "").strip()'),
+         fails=["small-talk-calls-and-results"]),
+    dict(name="compares-five-fields", cell="prefix-reuse",
+         source=prefix(DIFFERS=f"tuple(old.get(k) for k in {_FIELDS}) != tuple(new.get(k) for k in {_FIELDS})"),
+         fails=["prefix-reuse-any-field-differs"]),
+]
+RULES += [
+    dict(rule="billed input sums the records' tokens, not the running total .billed", test="policy-row-billed-every-lap",
+         wrong="billed-from-the-last-record"),
+    dict(rule="prefix reused sums .reused over every record, the first one too", test="policy-row-prefix-share",
+         wrong="reused-of-the-first-record-skipped"),
+    dict(rule="a probe first seen after the last lap is not kept", test="policy-row-probe-never-seen",
+         wrong="probe-seen-after-the-last-lap-kept"),
+    dict(rule="a first_seen of 0 is a lap, not None (policy_row)", test="policy-row-probes-from-first-seen",
+         wrong="first-seen-zero-as-never"),
+    dict(rule="a first_seen of 0 is a lap, not None (missing_by_lap)", test="missing-by-lap-first-seen-lap",
+         wrong="missing-first-seen-zero-as-never"),
+    dict(rule="max_tokens defaults to 40", test="small-talk-long-messages", wrong="small-talk-default-limit-of-60"),
+    dict(rule="an empty assistant reply with no tool call is small talk", test="small-talk-calls-and-results",
+         wrong="small-talk-empty-reply-kept"),
+    dict(rule="a message differing in a field outside any fixed list ends the prefix", test="prefix-reuse-any-field-differs",
+         wrong="compares-five-fields"),
+]
