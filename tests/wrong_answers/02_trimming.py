@@ -1328,3 +1328,32 @@ RULES += [
     dict(rule="high_low_trim returns fit's dropped as it is", test="high-low-trims-to-low",
          wrong="rebuilds-dropped-by-equal-content"),
 ]
+
+# Constant and trivial answers: each passed the tests whose property they meet by doing nothing
+# (an empty kept list is in order and within the allowance), before those tests checked both ways.
+WRONG_ANSWERS += [
+    dict(name="pairs-ok-always-false", cell="pairs-ok", source="def pairs_ok(messages):\n    return False\n",
+         fails=["pairs-ok-result-follows-its-call", "pairs-ok-answered-once", "pairs-ok-unanswered-before-next-turn",
+                "pairs-ok-interleaved-calls"]),
+    dict(name="pairs-ok-always-true", cell="pairs-ok", source="def pairs_ok(messages):\n    return True\n",
+         fails=["pairs-ok-reused-call-id", "pairs-ok-real-transcripts"]),
+    dict(name="fit-drops-everything", cell="fit-history",
+         source="def fit(messages, allowance, *, keep_recent=1, count=None):\n    return [], list(messages)\n",
+         fails=["fit-keeps-turn-groups-whole", "fit-preserves-order", "fit-within-allowance", "fit-leaves-input-unchanged"]),
+    dict(name="high-low-never-trims", cell="high-low-trim",
+         source="def high_low_trim(view, *, high, low, count=None):\n    return list(view), []\n",
+         fails=["high-low-waits-for-high-mark"]),
+    dict(name="turn-groups-each-message-alone", cell="turn-groups",
+         source="def turn_groups(messages):\n    return [[m] for m in messages]\n", fails=["turn-groups-partition"]),
+]
+RULES += [
+    dict(rule="a call answered once, in its own group, is paired (each pairing rule holds both ways)",
+         test="pairs-ok-result-follows-its-call", wrong="pairs-ok-always-false"),
+    dict(rule="a result answers a call of its own group only, not an id used earlier", test="pairs-ok-reused-call-id",
+         wrong="pairs-ok-always-true"),
+    dict(rule="when the pins and the newest group fit, they are kept", test="fit-within-allowance",
+         wrong="fit-drops-everything"),
+    dict(rule="a view over the high mark is trimmed", test="high-low-waits-for-high-mark", wrong="high-low-never-trims"),
+    dict(rule="a call's results share its group: there are fewer groups than messages", test="turn-groups-partition",
+         wrong="turn-groups-each-message-alone"),
+]

@@ -1060,3 +1060,14 @@ RULES += [
     dict(rule="threshold 1 is allowed whatever its type (the int 1 too)", test="compaction-due-bad-threshold-raises",
          wrong="threshold-must-be-a-float"),
 ]
+
+# A trivial answer that passed the one test whose property it meets by doing nothing.
+WRONG_ANSWERS += [
+    dict(name="tas-returns-everything", cell="trim-and-summarise",
+         source="def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recent=1):\n    return list(messages)\n",
+         fails=["tas-unchanged-when-it-fits"]),
+]
+RULES += [
+    dict(rule="a history one token over the allowance is trimmed and summarised", test="tas-unchanged-when-it-fits",
+         wrong="tas-returns-everything"),
+]

@@ -986,3 +986,20 @@ RULES += [
     dict(rule="replan_after only reads the pad: DONE, facts and questions stay in it", test="replan-after-leaves-out-the-rest",
          wrong="replan-clears-done"),
 ]
+
+# Trivial answers that passed the tests whose property they meet by doing nothing (a pad never
+# shed keeps its goal and failures; None is right when no re-plan is due).
+WRONG_ANSWERS += [
+    dict(name="render-bounded-never-sheds", cell="render-bounded",
+         source="import copy\n\n\ndef render_bounded(pad, max_tokens):\n    return pad.render()\n",
+         fails=["render-bounded-unchanged-when-fits", "render-bounded-keeps-goal", "render-bounded-keeps-failures",
+                "render-bounded-sheds-done-first", "render-bounded-leaves-pad-unchanged"]),
+    dict(name="replan-never", cell="replan-after",
+         source="def replan_after(pad, events, min_share=0.25):\n    return None\n",
+         fails=["replan-after-small-change-is-none", "replan-after-only-cutting-kinds", "replan-after-zero-tokens-before"]),
+]
+RULES += [
+    dict(rule="a pad over the cap is shed until it fits", test="render-bounded-keeps-goal", wrong="render-bounded-never-sheds"),
+    dict(rule="a cut of a quarter or more by a cutting kind calls for a re-plan", test="replan-after-small-change-is-none",
+         wrong="replan-never"),
+]

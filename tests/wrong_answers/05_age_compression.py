@@ -891,3 +891,21 @@ RULES += [
     dict(rule="resolve returns exactly the string saved, characters outside ASCII included",
          test="result-store-returns-the-saved-string", wrong="stores-the-content-as-ascii"),
 ]
+
+# Trivial answers that passed the tests whose property they meet by doing nothing (an unchanged
+# history keeps every field; an uncut result leaves its input alone).
+WRONG_ANSWERS += [
+    dict(name="compress-history-changes-nothing", cell="compress-history",
+         source="def compress_history(messages, step, keep_full_for=2, max_chars=1_000):\n    return list(messages)\n",
+         fails=["compress-history-recent-untouched", "compress-history-keeps-tool-call-id",
+                "compress-history-keeps-other-fields", "compress-history-non-tool-untouched",
+                "compress-history-input-unchanged"]),
+    dict(name="compress-never-cuts", cell="compress-result",
+         source="import json\n\n\ndef compress(result, max_chars):\n    return result if isinstance(result, str) else json.dumps(result)\n",
+         fails=["compress-fits-unchanged", "compress-exact-fit-unchanged", "compress-leaves-result-unchanged"]),
+]
+RULES += [
+    dict(rule="old results are compressed while recent ones stay in full", test="compress-history-recent-untouched",
+         wrong="compress-history-changes-nothing"),
+    dict(rule="a result one character over max_chars is cut", test="compress-exact-fit-unchanged", wrong="compress-never-cuts"),
+]

@@ -831,3 +831,18 @@ RULES += [
     dict(rule="a message differing in a field outside any fixed list ends the prefix", test="prefix-reuse-any-field-differs",
          wrong="compares-five-fields"),
 ]
+
+# A stub that returns the system message and the scratchpad, and nothing of the history, met
+# five properties vacuously (nothing old kept uncompressed, no call left unanswered, ...).
+WRONG_ANSWERS += [
+    dict(name="system-and-scratchpad-only", cell="build-context", source='''
+def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
+    log = log if log is not None else MemoryLog()
+    return ctxlab.strip_course_keys([history[0], pad.message(max_tokens=budget.scratchpad_max)]), log
+''', fails=["build-context-visible", "build-context-scratchpad-last", "build-context-api-ready",
+            "build-context-compresses-old-results", "build-context-default-step"]),
+]
+RULES += [
+    dict(rule="the newest message of the history is kept, just before the scratchpad", test="build-context-scratchpad-last",
+         wrong="system-and-scratchpad-only"),
+]
