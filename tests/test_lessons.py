@@ -166,6 +166,45 @@ def test_wrong_answer_fails_its_named_test(lesson, wrong, graded_lesson):
             "a failing test should explain itself with an AssertionError that says what to change"
         )
     assert 0 < result.score < result.max_score, "the rest of the notebook should still be graded"
+    (pack,) = [student for student, members in graded.packs.items() if wrong in members]
+    if len(graded.packs[pack]) > 1:
+        replaced = {w.cell for w in graded.wrong_answers if w.name in graded.packs[pack]}
+        noticed = [e for e in result.events if e.get("kind") not in PACKABLE_EVENTS and not (
+            e.get("kind") == "reference_used" and len(graded.reached.get(e.get("grade_id"), replaced) & replaced) <= 1)]
+        assert not noticed, (
+            f"{lesson}: {wrong!r} was graded in {pack} with {graded.packs[pack]}, and the grader noticed "
+            f"{noticed}: something no name shows may join them; give it `alone=True` in its entry")
+
+
+# What a pack's grading may notice: a member's own cell raising, and a test that reaches one
+# member only finding that member's code calling ctxlab's answer (the switch-off is per test).
+# Anything else (a restart, a time-out) could reach a member's tests through no name, so such a
+# wrong answer goes alone.
+PACKABLE_EVENTS = {"cell_error", "output_truncated"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_packed_wrong_answers_grade_as_they_do_alone(lesson, graded_lesson):
+    """support/packing.py's argument, checked: each member of the lesson's largest pack, graded
+    alone, scores as in its pack (with the same failure) on every test that reaches no other member."""
+    graded = graded_lesson(lesson)
+    assert graded.solo, f"{lesson}: no wrong answers were packed, so grading them takes one notebook each"
+    (pack,) = [student for student, members in graded.packs.items() if members == graded.solo]
+    cells = {w.name: w.cell for w in graded.wrong_answers}
+    packed = graded.results[pack]
+    for member in graded.solo:
+        alone = graded.results[f"solo-{member}"]
+        others = {cells[m] for m in graded.solo if m != member}
+        for test, reached in graded.reached.items():
+            if reached & others:
+                continue
+            assert alone.cells[test] == packed.cells[test], (
+                f"{lesson}: {test!r} scores {alone.cells[test]} for {member!r} alone and {packed.cells[test]} "
+                f"in {pack} with {graded.solo}: packing changed a grade; see support/packing.py")
+            assert alone.errors.get(test) == packed.errors.get(test), (
+                f"{lesson}: {test!r} fails {member!r} alone with {alone.errors.get(test)} and in {pack} "
+                f"with {packed.errors.get(test)}")
 
 
 @pytest.mark.slow

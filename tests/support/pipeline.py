@@ -7,6 +7,11 @@ Students graded per lesson:
                     (``WRONG_ANSWERS`` in ``tests/wrong_answers/<lesson>.py``);
   ``attack-<name>`` the solution with one answer cell replaced by an answer that reaches
                     ctxlab's own code for the exercise (``ATTACKS`` in the same file).
+
+Wrong answers that no test they name can tell apart are graded several to a notebook
+(``pack-<first name>``, :mod:`support.packing`); each member's result is its pack's. The
+largest pack of each lesson is also graded member by member (``solo-<name>``), and the lesson
+tests compare.
 """
 
 from __future__ import annotations
@@ -21,20 +26,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .packing import WrongAnswer, answers_reached, notebook_cells, packs
+
 REPO = Path(__file__).resolve().parents[2]
 OFFLINE = Path(__file__).resolve().parent / "offline"
 MARKER_LINE = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
-
-
-@dataclass
-class WrongAnswer:
-    """A known mistake: ``cell`` (a solution cell's grade_id) gets ``source``, and every test
-    cell named in ``fails`` must then lose its points."""
-
-    name: str
-    cell: str
-    source: str
-    fails: list[str]
 
 
 @dataclass
@@ -47,6 +43,7 @@ class Result:
     stderr_cells: list[str] = field(default_factory=list)
     errors: dict[str, dict | None] = field(default_factory=dict)  # grade_id -> the failure (judge runs)
     skipped_cells: int = 0  # demonstrations the grader left out (judge runs)
+    events: list[dict] = field(default_factory=list)  # what the grader noticed (judge runs)
 
 
 @dataclass
@@ -58,6 +55,9 @@ class GradedLesson:
     wrong_answers: list[WrongAnswer]
     autograde_log: str
     attacks: list[WrongAnswer] = field(default_factory=list)
+    packs: dict[str, list[str]] = field(default_factory=dict)  # pack student -> its wrong answers' names
+    solo: list[str] = field(default_factory=list)  # wrong answers of a pack also graded alone (solo-<name>)
+    reached: dict[str, set[str]] = field(default_factory=dict)  # test -> answer cells it may run
 
 
 def offline_env() -> dict[str, str]:
@@ -186,7 +186,17 @@ def graded_cells_only(notebook: dict) -> dict:
     return {**notebook, "cells": kept}
 
 
-def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[WrongAnswer]]:
+@dataclass
+class Released:
+    notebook: str
+    students: dict[str, dict]
+    wrong_answers: list[WrongAnswer]
+    packs: dict[str, list[str]]
+    solo: list[str]
+    reached: dict[str, set[str]]
+
+
+def students_of(root: Path, lesson: str) -> Released:
     """Release ``lesson`` in ``root``; its notebook's name and the students to grade.
 
     Every notebook is whole, as a learner hands it in: the grader itself leaves out the
@@ -204,12 +214,21 @@ def students_of(root: Path, lesson: str) -> tuple[str, dict[str, dict], list[Wro
     for wrong in wrong_answers:
         if wrong.cell not in answers:
             raise ValueError(f"wrong answer {wrong.name!r} names {wrong.cell!r}, not an answer cell of {lesson}")
-        students[f"wrong-{wrong.name}"] = fill(released, {**answers, wrong.cell: wrong.source})
+    cells = notebook_cells(json.loads(source_nb.read_text(encoding="utf-8")))
+    packed: dict[str, list[str]] = {}
+    for pack in packs(cells, wrong_answers):
+        student = f"wrong-{pack[0].name}" if len(pack) == 1 else f"pack-{pack[0].name}"
+        packed[student] = [w.name for w in pack]
+        students[student] = fill(released, {**answers, **{w.cell: w.source for w in pack}})
+    largest = max((p for p in packed.values() if len(p) > 1), key=len, default=[])
+    by_name = {w.name: w for w in wrong_answers}
+    for name in largest:
+        students[f"solo-{name}"] = fill(released, {**answers, by_name[name].cell: by_name[name].source})
     for attack in load_attacks(lesson):
         if attack.cell not in answers:
             raise ValueError(f"attack {attack.name!r} names {attack.cell!r}, not an answer cell of {lesson}")
         students[f"attack-{attack.name}"] = fill(released, {**answers, attack.cell: attack.source})
-    return source_nb.name, students, wrong_answers
+    return Released(source_nb.name, students, wrong_answers, packed, largest, answers_reached(cells, wrong_answers))
 
 
 def sandbox_available() -> bool:
@@ -237,9 +256,10 @@ def grade_lesson(lesson: str, workdir: Path, *, engine: str = "judge") -> Graded
     if engine == "judge":
         return grade_lessons([lesson], workdir)[lesson]
     root = copy_course(workdir / "course-root")
-    name, students, wrong_answers = students_of(root, lesson)
+    lesson_students = students_of(root, lesson)
+    name, wrong_answers = lesson_students.notebook, lesson_students.wrong_answers
     notebook_id = name.removesuffix(".ipynb")
-    students = {k: v for k, v in students.items() if k in ("solution", "blank")}
+    students = {k: v for k, v in lesson_students.students.items() if k in ("solution", "blank")}
     for student, notebook in students.items():
         submit(root, student, lesson, name, notebook)
     log = nbgrader(root, "autograde", lesson, "--force", check=False)
@@ -253,14 +273,13 @@ def grade_lessons(lessons: list[str], workdir: Path) -> dict[str, GradedLesson]:
     every lesson. A student id (``solution``, ``wrong-<name>``) may hand in several lessons."""
     root = copy_course(workdir / "course-root")
     submissions, out = workdir / "submissions", workdir / "grading-output"
-    released: dict[str, tuple[str, dict[str, dict], list[WrongAnswer]]] = {}
+    released: dict[str, Released] = {}
     for lesson in lessons:
-        name, students, wrong_answers = students_of(root, lesson)
-        released[lesson] = (name, students, wrong_answers)
-        for student, notebook in students.items():
+        released[lesson] = students_of(root, lesson)
+        for student, notebook in released[lesson].students.items():
             folder = submissions / student / lesson
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+            (folder / released[lesson].notebook).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     isolation = [] if sandbox_available() else ["--no-sandbox"]
     command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
                "--course", str(root), "--lessons", ",".join(lessons), "--jobs", str(SUITE_JOBS), "--quiet", *isolation]
@@ -268,9 +287,14 @@ def grade_lessons(lessons: list[str], workdir: Path) -> dict[str, GradedLesson]:
     if run.returncode != 0:
         raise RuntimeError(f"grading {', '.join(lessons)} failed ({run.returncode}):\n{run.stderr[-4000:]}")
     graded = {}
-    for lesson, (name, students, wrong_answers) in released.items():
-        results = {student: _judged(out, student, lesson, name) for student in students}
-        graded[lesson] = GradedLesson(lesson, root, name, results, wrong_answers, run.stderr, load_attacks(lesson))
+    for lesson, lesson_students in released.items():
+        name = lesson_students.notebook
+        results = {student: _judged(out, student, lesson, name) for student in lesson_students.students}
+        for student, members in lesson_students.packs.items():
+            results.update({f"wrong-{member}": results[student] for member in members})
+        graded[lesson] = GradedLesson(lesson, root, name, results, lesson_students.wrong_answers, run.stderr,
+                                      load_attacks(lesson), packs=lesson_students.packs, solo=lesson_students.solo,
+                                      reached=lesson_students.reached)
     return graded
 
 
@@ -291,4 +315,5 @@ def _judged(out: Path, student: str, lesson: str, name: str) -> Result:
                 result.stderr_cells.append(meta["grade_id"])
     result.errors = {t["grade_id"]: t.get("error") for t in graded["tests"]}
     result.skipped_cells = int(graded.get("skipped_cells", 0))
+    result.events = list(graded.get("events", []))
     return result
