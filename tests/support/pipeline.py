@@ -188,6 +188,9 @@ def graded_cells_only(notebook: dict) -> dict:
 
 @dataclass
 class Released:
+    """A lesson released for grading: its notebook's name, the students to grade (one notebook
+    each), its wrong answers, how they were packed, and which answer cells each test reaches."""
+
     notebook: str
     students: dict[str, dict]
     wrong_answers: list[WrongAnswer]
@@ -197,7 +200,7 @@ class Released:
 
 
 def students_of(root: Path, lesson: str) -> Released:
-    """Release ``lesson`` in ``root``; its notebook's name and the students to grade.
+    """Release ``lesson`` in ``root``; its notebook's name and the students to grade (:class:`Released`).
 
     Every notebook is whole, as a learner hands it in: the grader itself leaves out the
     demonstrations nothing graded needs (autograder/skipping.py), which makes a lesson's dozens
