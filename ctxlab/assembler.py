@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -563,7 +564,11 @@ class _Window:
     """
 
     def __init__(self, owner: Assembler, cut: int, step: int) -> None:
-        self.owner = owner
+        # A proxy, not the assembler itself: the assembler holds its window, and a window that
+        # held the assembler would make a cycle, so a dropped assembler (its record, counts and
+        # caches) would wait for a full garbage collection, which then frees it all on some later,
+        # unrelated call (~200 ms at 10,000 messages) instead of at once.
+        self.owner = weakref.proxy(owner)
         self.cut = cut
         self.step = step
         self.unsafe = False  # a case the window does not follow (a repeated call id): use the pipeline
