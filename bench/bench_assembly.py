@@ -25,6 +25,7 @@ the early-stopping ``fit`` against the floor.
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
@@ -38,8 +39,8 @@ import ctxlab
 from ctxlab.transcripts import repeat_laps
 
 BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_max=1_000, summary_max=2_000)
-FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 40, "soak": 1_000, "fit_size": 5_000}
-QUICK = {"sizes": (60, 200), "laps_timed": 3, "soak": 30, "fit_size": 300}
+FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 40, "rounds": 5, "soak": 1_000, "fit_size": 5_000}
+QUICK = {"sizes": (60, 200), "laps_timed": 3, "rounds": 2, "soak": 30, "fit_size": 300}
 
 
 def _run(messages: int, *, unique: bool = True) -> tuple[list[dict], list[int]]:
@@ -108,13 +109,37 @@ def _newly_compressed(record: list[dict], step: int) -> list[str]:
     return texts
 
 
-def per_lap(size: int, laps_timed: int, *, unique: bool = True) -> dict:
+class _TimedEncoding:
+    """An encoding that adds up the seconds spent in ``encode_ordinary`` (everything else is
+    the wrapped encoding's): the share of a lap that is the tokenizer's own work. Its cost,
+    two clock reads per string, is in the lap it times (about 0.3 us a string)."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self._pat_str = inner._pat_str
+        self.seconds = 0.0
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        began = time.perf_counter()
+        tokens = self._inner.encode_ordinary(text)
+        self.seconds += time.perf_counter() - began
+        return tokens
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1) -> dict:
     """Median seconds of a lap at ``size`` messages: Assembler, build_context, encoding the new.
 
-    Each is timed in its own pass over the same laps, so none runs in the caches another has
-    just filled (or emptied: ``build_context`` at 10,000 messages is 50 ms of other work).
-    ``unique=False`` keeps the transcript's texts as they are on every repeat."""
-    run, calls = _run(size, unique=unique)
+    ``rounds`` rounds of ``laps_timed`` consecutive laps: in each, the Assembler's laps, then
+    encoding the same laps' new messages, each in its own pass, so neither runs in the caches
+    the other has just filled; the Assembler's lap also reports the time its tokenizer calls
+    took. ``build_context`` with state is timed on the first round's laps only, in a pass of
+    its own (at 10,000 messages it is 50 ms of other work a lap). ``unique=False`` keeps the
+    transcript's texts as they are on every repeat."""
+    gc.collect()  # start clean: no earlier measurement's garbage is freed during this one
+    run, calls = _run(size + (rounds - 1) * laps_timed * 5, unique=unique)
     tools = ctxlab.load_tools("research")
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
     assembler = ctxlab.Assembler(BUDGET, tools=tools, client=ctxlab.OfflineSummariser())
@@ -122,42 +147,57 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True) -> dict:
     for i in calls[:start]:
         context = assembler.context(run[:i], scratchpad=pad, step=run[i]["step"])
     state = context.state
-    laps = list(zip(calls[start - 1:start - 1 + laps_timed], calls[start:start + laps_timed], strict=True))
-    ours, taking = [], []
-    for previous, i in laps:
-        new = run[previous:i]
-        began = time.perf_counter()
-        assembler.extend(new)  # what context(run[:i]) does: take the new messages, then build
-        taken = time.perf_counter()
-        assembler.build(scratchpad=pad, step=run[i]["step"])
-        ours.append(time.perf_counter() - began)
-        taking.append(taken - began)
+    timed = _TimedEncoding(assembler.counter.encoding)
+    assembler.counter.encoding = timed
     encoding = ctxlab.encoding()
-    floor, floor_all = [], []
-    for previous, i in laps:
-        strings = _new_strings(run[previous:i])
-        compressed = _newly_compressed(run[:i], run[i]["step"])
-        began = time.perf_counter()
-        for text in strings:
-            encoding.encode_ordinary(text)
-        between = time.perf_counter()
-        for text in compressed:
-            encoding.encode_ordinary(text)
-        floor.append(between - began)
-        floor_all.append(time.perf_counter() - began)
+    ours, taking, tokenizer, floor, floor_all, ratios = [], [], [], [], [], []
+    for r in range(rounds):
+        first = start + r * laps_timed
+        laps = list(zip(calls[first - 1:first - 1 + laps_timed], calls[first:first + laps_timed], strict=True))
+        if r == 0:
+            first_laps = laps
+        lap_times, lap_floor = [], []
+        for previous, i in laps:
+            new = run[previous:i]
+            timed.seconds = 0.0
+            began = time.perf_counter()
+            assembler.extend(new)  # what context(run[:i]) does: take the new messages, then build
+            taken = time.perf_counter()
+            assembler.build(scratchpad=pad, step=run[i]["step"])
+            lap_times.append(time.perf_counter() - began)
+            taking.append(taken - began)
+            tokenizer.append(timed.seconds)
+        for previous, i in laps:
+            strings = _new_strings(run[previous:i])
+            compressed = _newly_compressed(run[:i], run[i]["step"])
+            began = time.perf_counter()
+            for text in strings:
+                encoding.encode_ordinary(text)
+            between = time.perf_counter()
+            for text in compressed:
+                encoding.encode_ordinary(text)
+            lap_floor.append(between - began)
+            floor_all.append(time.perf_counter() - began)
+        ours += lap_times
+        floor += lap_floor
+        ratios.append(statistics.median(lap_times) / statistics.median(lap_floor))
     counter, old = ctxlab.TokenCounter(), []
-    for _previous, i in laps:
+    for _previous, i in first_laps:
         began = time.perf_counter()
         context = ctxlab.build_context(run[:i], BUDGET, tools=tools, scratchpad=pad, state=state,
                                        client=ctxlab.OfflineSummariser(), count=counter.message, step=run[i]["step"])
         old.append(time.perf_counter() - began)
         state = context.state
-    return {"size": size, "assembler": statistics.median(ours), "build_context": statistics.median(old),
-            "encode_new": statistics.median(floor), "encode_all_new": statistics.median(floor_all),
-            "extend": statistics.median(taking)}
+    return {"size": size, "laps": len(ours), "assembler": statistics.median(ours),
+            "build_context": statistics.median(old), "encode_new": statistics.median(floor),
+            "encode_all_new": statistics.median(floor_all), "extend": statistics.median(taking),
+            "tokenizer": statistics.median(tokenizer),
+            "rest": statistics.median(lap - spent for lap, spent in zip(ours, tokenizer, strict=True)),
+            "round_ratios": ratios}
 
 
 def soak(laps: int) -> dict:
+    gc.collect()
     run = repeat_laps(ctxlab.load_transcript("research"), laps)
     assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
@@ -194,27 +234,31 @@ def early_stop(size: int) -> dict:
 def main(results_dir: Path, *, quick: bool = False) -> str:
     """Run the three measurements and return the report's section."""
     options = QUICK if quick else FULL
-    laps = [per_lap(size, options["laps_timed"]) for size in options["sizes"]]
-    repeated = per_lap(options["sizes"][-1], options["laps_timed"], unique=False)
+    laps = [per_lap(size, options["laps_timed"], rounds=options["rounds"]) for size in options["sizes"]]
+    repeated = per_lap(options["sizes"][-1], options["laps_timed"], unique=False, rounds=options["rounds"])
     soaked = soak(options["soak"])
     stop = early_stop(options["fit_size"])
     rows = [(f"{r['size']:,}", measure.seconds(r["assembler"]), measure.seconds(r["extend"]),
-             measure.seconds(r["build_context"]), measure.seconds(r["encode_new"]),
+             f"{measure.seconds(r['tokenizer'])} / {measure.seconds(r['rest'])}", measure.seconds(r["build_context"]), measure.seconds(r["encode_new"]),
              measure.seconds(r["encode_all_new"]), f"{r['assembler'] / r['encode_new']:.1f}x",
-             f"{r['assembler'] / r['encode_all_new']:.1f}x") for r in laps]
+             f"{r['assembler'] / r['encode_all_new']:.1f}x",
+             f"{min(r['round_ratios']):.1f}x to {max(r['round_ratios']):.1f}x") for r in laps]
     lines = [
         "## Assembly over a long run",
         "",
         "Per-lap cost of `ctxlab.Assembler` (kept across laps) and of `ctxlab.build_context` with the previous",
         "lap's state, at a given record length, against encoding that lap's new messages once. Research laps",
         "repeated with fresh ids, each text marked with its lap; 32k window, summary capped at 2,000 tokens,",
-        "offline summariser; median of",
-        f"{options['laps_timed']} laps (laps that compact included; 40 is one of each of the transcript's laps), each",
-        "column timed in its own pass over the same laps. \"encode new + compressed\" also encodes the compressed",
-        "text of the tool results whose age tier changes at that lap, which the lap must count too.",
+        f"offline summariser; medians of {options['rounds']} rounds of {options['laps_timed']} consecutive laps (laps that",
+        "compact included; 40 is one of each of the transcript's laps), each column timed in its own pass over a round's",
+        "laps (`build_context` over the first round's only). \"tokenizer / rest\" splits the Assembler's lap: the time",
+        "its own `encode_ordinary` calls took within it, and the rest of the lap (medians of each, lap by lap).",
+        "\"encode new + compressed\" also encodes the compressed text of the tool results whose age tier changes at",
+        "that lap, which the lap must count too. The last column is the Assembler / encode new ratio of each round.",
         "",
-        measure.table(("messages", "Assembler", "of which taking the new messages", "build_context", "encode new",
-                       "encode new + compressed", "Assembler / encode new", "Assembler / encode new + compressed"),
+        measure.table(("messages", "Assembler", "of which taking the new messages", "tokenizer / rest",
+                       "build_context", "encode new", "encode new + compressed", "Assembler / encode new",
+                       "Assembler / encode new + compressed", "per round"),
                       rows),
         "",
     ]
