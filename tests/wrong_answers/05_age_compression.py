@@ -433,6 +433,15 @@ def compress_history(messages, step, keep_full_for=2, max_chars=1_000):
         fails=["result-store-unknown-reference"],
     ),
     dict(
+        name="resolve-puts-the-reference-in-its-sql",
+        cell="result-store",
+        source=store_with(resolve='''        row = self.db.execute(f"SELECT content FROM results WHERE 'result-' || id = '{ref}'").fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''),
+        fails=["result-store-unknown-reference"],
+    ),
+    dict(
         name="crashes-on-an-unknown-reference",
         cell="result-store",
         source=store_with(resolve='''        number = ref.removeprefix("result-") if isinstance(ref, str) else ""
@@ -590,6 +599,8 @@ RULES = [
          wrong="unknown-reference-returns-none"),
     dict(rule="an unknown reference raises KeyError, not another error", test="result-store-unknown-reference",
          wrong="crashes-on-an-unknown-reference"),
+    dict(rule="an unknown reference raises KeyError whatever it looks like, one that reads as SQL too",
+         test="result-store-unknown-reference", wrong="resolve-puts-the-reference-in-its-sql"),
     dict(rule="a malformed reference raises KeyError too", test="result-store-unknown-reference",
          wrong="malformed-reference-raises-value-error"),
     dict(rule="the KeyError names the reference", test="result-store-error-names-reference", wrong="key-error-without-the-reference"),
