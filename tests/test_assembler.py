@@ -406,12 +406,14 @@ def test_a_dropped_assembler_is_freed_at_once_not_by_the_garbage_collector(clien
         context = assembler.context(run[:i], scratchpad=pad(), step=run[i]["step"])
     assert assembler.log.count("trim" if client is None else "summarise")
     gone = weakref.ref(assembler)
+    collecting = gc.isenabled()
     gc.disable()
     try:
         del assembler, context
         assert gone() is None, "the assembler outlived its last reference: something in it refers back to it"
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def test_compress_events_of_two_laps_share_no_entries():
