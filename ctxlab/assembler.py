@@ -57,6 +57,7 @@ from .assembly import (
     assemble_detail,
 )
 from .budget import ContextBudget
+from .calls import CALL_TYPES
 from .compression import STUB_PREFIX, _text_cut, compress_history, stub_reference
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
@@ -530,15 +531,22 @@ def _deepen(out: dict[str, Any]) -> dict[str, Any]:
         if _plain_calls(calls):
             out["tool_calls"] = [{**call, "function": call["function"].copy()} for call in calls]
         else:
-            out["tool_calls"] = [
-                {**call, "function": dict(call["function"])} if isinstance(call, dict) and isinstance(call.get("function"), dict)
-                else (dict(call) if isinstance(call, dict) else call)
-                for call in calls
-            ]
+            out["tool_calls"] = [_copy_call(call) for call in calls]
     content = out.get("content")
     if content.__class__ is list:
         out["content"] = [dict(part) if isinstance(part, dict) else part for part in content]
     return out
+
+
+def _copy_call(call: Any) -> Any:
+    """A tool call of any shape, its nested ``function`` or ``custom`` object copied too."""
+    if not isinstance(call, dict):
+        return call
+    call = dict(call)
+    for key in CALL_TYPES:
+        if isinstance(call.get(key), dict):
+            call[key] = dict(call[key])
+    return call
 
 
 def _copy(message: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from typing import Any
 
 import tiktoken
 
+from .calls import call_parts
 from .tokens import (
     COURSE_KEYS,
     TOKENS_PER_MESSAGE,
@@ -66,10 +67,10 @@ def message_token_ids(message: Message, enc: tiktoken.Encoding | None = None) ->
                 ids.append(_NAME)
         elif key == "tool_calls":
             for call in value:
-                function = call.get("function", {})
+                name, arguments = call_parts(call) or ("", "")
                 ids += [_CALL] * TOKENS_PER_TOOL_CALL
-                ids += enc.encode_ordinary(str(function.get("name", "")))
-                ids += enc.encode_ordinary(function.get("arguments", ""))
+                ids += enc.encode_ordinary(name)
+                ids += enc.encode_ordinary(arguments)
         elif key == "content" and isinstance(value, list):
             for part in value:
                 ids += enc.encode_ordinary(part.get("text", ""))

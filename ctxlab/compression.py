@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .calls import call_parts
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -405,14 +406,8 @@ def compress_history(
         ref = store.save_result(message) if store is not None else None
         if stubbed:
             assert ref is not None
-            function = caller[1].get("function") or {}
-            stub = reference_stub(
-                ref,
-                step=lap,
-                name=str(function.get("name", "a tool")),
-                arguments=str(function.get("arguments", "")),
-                chars=len(content),
-            )
+            name, arguments = call_parts(caller[1]) or ("a tool", "")
+            stub = reference_stub(ref, step=lap, name=name, arguments=arguments, chars=len(content))
             if len(stub) < len(new):
                 new, tier = stub, "reference"
         view = {**message, "content": new}

@@ -55,6 +55,7 @@ from typing import Any
 
 from ._retired import retired
 from .budget import ContextBudget, model_calls
+from .calls import call_parts
 from .errors import CtxlabError
 from .messages import validate_messages
 from .tokens import COURSE_KEYS, REPLY_PRIMING, TokenCounter, count_tools
@@ -353,8 +354,8 @@ def preview(message: Message, limit: int = PREVIEW_CHARS) -> str:
     if text:
         parts.append(text)
     for call in message.get("tool_calls") or ():
-        function = call.get("function", {}) if isinstance(call, Mapping) else {}
-        parts.append(f"calls {function.get('name', '?')}({function.get('arguments', '')})")
+        name, arguments = call_parts(call) or ("?", "")
+        parts.append(f"calls {name}({arguments})")
     whole = "\n".join(parts)
     if len(whole) <= limit:
         return whole

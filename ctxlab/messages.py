@@ -24,6 +24,7 @@ from collections import ChainMap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .calls import call_problem
 from .errors import MessageError
 from .parts import part_problem
 from .tokens import COURSE_KEYS
@@ -87,24 +88,6 @@ def _extras_problem(message: Mapping[str, Any]) -> str | None:
         and isinstance(function_call.get("arguments", ""), str)
     ):
         return "'function_call' must be {'name': str, 'arguments': JSON str}, or None"
-    return None
-
-
-def _call_problem(call: Any) -> str | None:
-    if not isinstance(call, Mapping):
-        return f"each tool call must be a dict, got {type(call).__name__}"
-    if not isinstance(call.get("id"), str) or not call.get("id"):
-        return "each tool call needs a non-empty string 'id'"
-    if call.get("type", "function") != "function":
-        return f"tool call {call['id']!r} has type {call.get('type')!r}; only 'function' is supported"
-    function = call.get("function")
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-        return f"tool call {call['id']!r} needs 'function': {{'name': str, 'arguments': str}}"
-    if not isinstance(function.get("arguments"), str):
-        return (
-            f"tool call {call['id']!r}: 'arguments' must be a JSON string, got "
-            f"{type(function.get('arguments')).__name__}; wrap it with json.dumps(...)"
-        )
     return None
 
 
@@ -222,7 +205,7 @@ class MessageChecker:
             return [(index, f"'tool_calls' must be a list, got {type(calls).__name__}")]
         problems: list[tuple[int | None, str]] = []
         for call in calls:
-            problem = _call_problem(call)
+            problem = call_problem(call)
             if problem:
                 problems.append((index, problem))
                 continue

@@ -39,6 +39,7 @@ from typing import Any
 
 from .budget import ContextBudget, model_calls
 from .caching import prefix_reuse
+from .calls import call_parts
 from .events import MemoryLog
 from .tokens import TokenCounter, count_tools
 from .transcripts import load_tools, load_transcript, transcript_info
@@ -184,7 +185,7 @@ def probe_text(message: Message) -> str:
     elif isinstance(content, list):
         parts += [str(p.get("text", "")) for p in content if isinstance(p, Mapping)]
     for call in message.get("tool_calls") or []:
-        parts.append(str((call.get("function") or {}).get("arguments", "")))
+        parts.append((call_parts(call) or ("", ""))[1])
     return "\n".join(parts)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .calls import call_parts
 from .errors import BudgetError
 from .tokens import count_message, count_text
 
@@ -307,18 +308,21 @@ def call_signature(call: Mapping[str, Any]) -> str:
     >>> call_signature({"function": {"name": "fetch_pdf", "arguments": '{"url":  "u"}'}})
     'fetch_pdf {"url": "u"}'
     """
-    function = call.get("function") if isinstance(call, Mapping) else None
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+    parts = call_parts(call)
+    if parts is None:
         raise ValueError(
             "expected an OpenAI tool call {'id': ..., 'type': 'function', 'function': "
-            f"{{'name': str, 'arguments': str}}}}, got {call!r}"
+            "{'name': str, 'arguments': str}} (or a custom call, 'type': 'custom', 'custom': "
+            f"{{'name': str, 'input': str}}), got {call!r}"
         )
-    arguments = function.get("arguments") or "{}"
+    name, arguments = parts
+    if call.get("type", "function") == "custom":  # free text: the same text is the same call
+        return f"{name} {_one_line(arguments)}"
     try:
-        arguments = json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
+        arguments = json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
     except (TypeError, json.JSONDecodeError):
         arguments = _one_line(arguments)
-    return f"{function['name']} {arguments}"
+    return f"{name} {arguments}"
 
 
 def update_scratchpad(

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._retired import retired
+from .calls import call_parts
 from .errors import BudgetError, SummaryError
 from .events import MemoryLog
 from .llm import complete
@@ -197,10 +198,9 @@ def render_steps(messages: Sequence[Message]) -> str:
             lines.append(f"{tag} {role}: {first}")
             lines += _indented(rest)
         for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            tools[call.get("id")] = function.get("name", "unknown_tool")
-            arguments = _one_line_arguments(function.get("arguments", ""))
-            lines.append(f"{tag} {role} called {function.get('name')} {arguments} (id {call.get('id')})")
+            name, arguments = call_parts(call) or ("unknown_tool", "")
+            tools[call.get("id")] = name
+            lines.append(f"{tag} {role} called {name} {_one_line_arguments(arguments)} (id {call.get('id')})")
     return "\n".join(lines)
 
 

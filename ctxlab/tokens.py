@@ -16,9 +16,10 @@ set, and 3 for priming the reply. Fields the formula does not cover are counted 
 * ``content`` given as a list of parts counts each part by the rule of its type (text and
   refusal parts by their text, images by OpenAI's published rule, audio by its length): see
   :mod:`ctxlab.parts`.
-* each entry of ``tool_calls`` counts 3 tokens plus the tokens of its function name and of its
-  ``arguments`` string (the call's ``id`` and ``type`` are not counted); a legacy
-  ``function_call`` counts as one tool call.
+* each entry of ``tool_calls`` counts 3 tokens plus the tokens of its name and of its input:
+  a function call's ``arguments`` string, a custom call's ``input`` text (the call's ``id`` and
+  ``type`` are not counted; see :mod:`ctxlab.calls`); a legacy ``function_call`` counts as
+  one tool call.
 * the keys the SDK adds to a reply: ``refusal`` (a string) counts its text; ``audio``
   (``{"id": ...}``) counts its id; ``annotations`` (the reply's citations) and any field set
   to ``None`` count nothing.
@@ -46,6 +47,7 @@ from typing import Any
 
 import tiktoken
 
+from .calls import CALL_TYPES, call_parts, call_problem
 from .errors import EncodingUnavailable, MessageError
 from .parts import part_problem, part_tokens
 
@@ -302,21 +304,12 @@ def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
         )
     total = 0
     for call in calls:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping):
-            raise MessageError(
-                f"{_where(index)}: each tool call needs a 'function' object with 'name' and "
-                "'arguments'",
-                index=index,
-            )
-        arguments = function.get("arguments", "")
-        if not isinstance(arguments, str):
-            raise MessageError(
-                f"{_where(index)}: tool call arguments must be a JSON string; "
-                "wrap them with json.dumps(...)",
-                index=index,
-            )
-        total += TOKENS_PER_TOOL_CALL + encode(str(function.get("name", ""))) + encode(arguments)
+        parts = call_parts(call)
+        if parts is None:
+            problem = call_problem(call, need_id=False) or "each tool call needs 'function': {'name': str}"
+            raise MessageError(f"{_where(index)}: {problem}", index=index)
+        name, arguments = parts
+        total += TOKENS_PER_TOOL_CALL + encode(name) + encode(arguments)
     return total
 
 
@@ -391,10 +384,12 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
     enc = _resolve(encoding)
     total = 0
     for index, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or not isinstance(tool.get("function"), Mapping):
+        kind = tool.get("type", "function") if isinstance(tool, Mapping) else None
+        if kind not in CALL_TYPES or not isinstance(tool.get(kind), Mapping):
             raise ValueError(
-                f"tool {index}: expected an OpenAI tool schema "
-                "{'type': 'function', 'function': {'name': ..., 'parameters': ...}}"
+                f"tool {index}: expected an OpenAI tool schema, "
+                "{'type': 'function', 'function': {'name': ..., 'parameters': ...}} or "
+                "{'type': 'custom', 'custom': {'name': ..., 'description': ...}}"
             )
         text = json.dumps(tool, separators=(",", ":"), ensure_ascii=False)
         total += len(enc.encode_ordinary(text))

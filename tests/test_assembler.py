@@ -364,7 +364,9 @@ _parts = st.one_of(st.text(max_size=5), st.integers(), st.none())
 _calls = st.lists(st.one_of(
     st.fixed_dictionaries({"id": st.text(max_size=4), "type": st.just("function"),
                            "function": st.fixed_dictionaries({"name": st.text(max_size=4), "arguments": st.text(max_size=6)})}),
-    st.dictionaries(st.sampled_from(["id", "function"]), _parts, max_size=2),
+    st.fixed_dictionaries({"id": st.text(max_size=4), "type": st.just("custom"),
+                           "custom": st.fixed_dictionaries({"name": st.text(max_size=4), "input": st.text(max_size=6)})}),
+    st.dictionaries(st.sampled_from(["id", "function", "custom"]), _parts, max_size=2),
     _parts,
 ), max_size=3)
 

@@ -1,0 +1,86 @@
+"""The two kinds of tool call an assistant message can make, read one way.
+
+The Chat Completions API has two call types. A **function** call names a function tool and
+passes it JSON ``arguments``; a **custom** call names a custom tool (one declared with
+``{"type": "custom", "custom": {...}}``) and passes it free text as ``input``::
+
+    {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{...}"}}
+    {"id": "call_2", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin..."}}
+
+Everything in ctxlab that reads a call (counting, validation, summaries, stubs, the scratchpad)
+reads it through :func:`call_parts`, so both kinds are counted, checked and shown alike: by
+their name and their input text. A call without ``type`` is a function call, as in the API.
+
+>>> call_parts({"id": "c", "type": "custom", "custom": {"name": "sh", "input": "ls -l"}})
+('sh', 'ls -l')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["CALL_TYPES", "call_parts", "call_problem"]
+
+CALL_TYPES = {"function": "arguments", "custom": "input"}
+"""Each call type the API has, and the field of its nested object that holds the call's input."""
+
+
+def call_parts(call: Any) -> tuple[str, str] | None:
+    """``(name, input)`` of a well-formed tool call: a function call's name and ``arguments``
+    (``""`` when left out), a custom call's name and ``input``; ``None`` for anything else.
+
+    >>> call_parts({"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}})
+    ('f', '{}')
+    >>> call_parts({"id": "c", "function": {"name": "f"}}), call_parts({"id": "c", "type": "web"})
+    (('f', ''), None)
+    """
+    if not isinstance(call, Mapping):
+        return None
+    kind = call.get("type", "function")
+    field = CALL_TYPES.get(kind) if isinstance(kind, str) else None
+    body = call.get(kind) if field is not None else None
+    if not isinstance(body, Mapping):
+        return None
+    name, text = body.get("name"), body.get(field, "")
+    if not isinstance(name, str) or not isinstance(text, str):
+        return None
+    return name, text
+
+
+def call_problem(call: Any, *, need_id: bool = True) -> str | None:
+    """What is wrong with one entry of ``tool_calls`` (``None`` when nothing is), saying how
+    to fix it. Counting needs no ``id`` (``need_id=False``); sending does.
+
+    >>> call_problem({"id": "c", "type": "custom", "custom": {"name": "sh", "input": 3}})
+    "tool call 'c': a custom call's 'input' must be a string (the tool's free-text input), got int"
+    """
+    if not isinstance(call, Mapping):
+        return f"each tool call must be a dict, got {type(call).__name__}"
+    if need_id and (not isinstance(call.get("id"), str) or not call.get("id")):
+        return "each tool call needs a non-empty string 'id'"
+    ident, kind = call.get("id", "(no id)"), call.get("type", "function")
+    if kind == "custom":
+        custom = call.get("custom")
+        if not isinstance(custom, Mapping) or not isinstance(custom.get("name"), str):
+            return f"tool call {ident!r} has type 'custom' and needs 'custom': {{'name': str, 'input': str}}"
+        if not isinstance(custom.get("input"), str):
+            return (
+                f"tool call {ident!r}: a custom call's 'input' must be a string (the tool's "
+                f"free-text input), got {type(custom.get('input')).__name__}"
+            )
+        return None
+    if kind != "function":
+        return (
+            f"tool call {ident!r} has type {kind!r}; the API's tool call types are 'function' "
+            "(with 'function': {'name', 'arguments'}) and 'custom' (with 'custom': {'name', 'input'})"
+        )
+    function = call.get("function")
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        return f"tool call {ident!r} needs 'function': {{'name': str, 'arguments': str}}"
+    if not isinstance(function.get("arguments"), str):
+        return (
+            f"tool call {ident!r}: 'arguments' must be a JSON string, got "
+            f"{type(function.get('arguments')).__name__}; wrap it with json.dumps(...)"
+        )
+    return None
