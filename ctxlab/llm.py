@@ -37,6 +37,7 @@ OPEN QUESTIONS:
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import os
@@ -214,7 +215,7 @@ class OfflineSummariser:
 
     A previous summary in the prompt is folded in: its lines are kept, and the new ones added
     after them. The same prompt always gives the same reply. ``requests`` records each call's
-    arguments. The reply's ``usage`` counts tokens with ``cl100k_base``.
+    arguments (the latest :attr:`KEPT_REQUESTS` calls). The reply's ``usage`` counts tokens with ``cl100k_base``.
 
     >>> reply = OfflineSummariser().chat.completions.create(model="m", temperature=0, messages=[
     ...     {"role": "user", "content": "STEPS TO FOLD IN:\\n[lap 7] tool fetch_pdf (id c1) FAILED: http_403: paywall\\n    {}"}])
@@ -223,22 +224,34 @@ class OfflineSummariser:
     """
 
     model = OFFLINE_MODEL
+    KEPT_REQUESTS = 200
+    """How many of the latest requests ``requests`` keeps: an agent's run may go on for thousands."""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.chat = _Chat(self._create)
+        # A function of the list, not a bound method: the client's parts never refer back to
+        # it, so a dropped client is freed at once rather than by a full garbage collection.
+        self.chat = _Chat(functools.partial(_offline_create, self.requests, self.KEPT_REQUESTS))
 
     def __repr__(self) -> str:
         return "OfflineSummariser()"
 
-    def _create(self, *, model: str, messages: Sequence[Message], temperature: float | None = None, **options: Any) -> Completion:
-        _check_request(model, messages, temperature)
-        self.requests.append({"model": model, "messages": copy.deepcopy(list(messages)), "temperature": temperature, **options})
-        prompt = next(
-            (m.get("content") for m in reversed(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)),
-            "",
-        )
-        return _completion(offline_summary(prompt), model=model, messages=messages)
+
+def _offline_create(
+    requests: list[dict[str, Any]], kept: int, *, model: str, messages: Sequence[Message],
+    temperature: float | None = None, **options: Any,
+) -> Completion:
+    """``OfflineSummariser().chat.completions.create``: record the request (the last ``kept``
+    are kept) and answer with the rule-built summary of the prompt's last user message."""
+    _check_request(model, messages, temperature)
+    requests.append({"model": model, "messages": copy.deepcopy(list(messages)), "temperature": temperature, **options})
+    if len(requests) > kept:
+        del requests[: len(requests) - kept]
+    prompt = next(
+        (m.get("content") for m in reversed(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)),
+        "",
+    )
+    return _completion(offline_summary(prompt), model=model, messages=messages)
 
 
 class ScriptedClient:

@@ -250,3 +250,26 @@ def test_trim_and_summarise_keeps_every_step_when_the_server_keeps_failing(real_
     second = log.filter("summary_failed")[1]
     assert [m for m in incident if m not in out] == list(second.messages)  # every dropped step is in the log
     assert "kept here" in second.detail
+
+
+def test_a_dropped_offline_summariser_is_freed_at_once_and_keeps_its_latest_requests():
+    """Nothing in the client refers back to it (a cycle would wait for a full collection),
+    and a long run keeps only the latest requests, not one deep copy per compaction forever."""
+    import gc
+    import weakref
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        client = ctxlab.OfflineSummariser()
+        for lap in range(client.KEPT_REQUESTS + 5):
+            ctxlab.complete(client, [{"role": "user", "content": f"STEPS TO FOLD IN:\n[lap {lap}] user: go"}], model="m")
+        assert len(client.requests) == client.KEPT_REQUESTS
+        assert client.requests[-1]["messages"][0]["content"].endswith(f"[lap {client.KEPT_REQUESTS + 4}] user: go")
+        assert client.requests[0]["messages"][0]["content"].endswith("[lap 5] user: go")
+        gone = weakref.ref(client)
+        del client
+        assert gone() is None, "the client outlived its last reference: something in it refers back to it"
+    finally:
+        if was_enabled:
+            gc.enable()
