@@ -171,6 +171,8 @@ def compress(result: Any, max_chars: int = 2_000) -> str:
     * Other text keeps its head and tail, cut at line ends, with a note in the middle giving
       the characters and lines cut: logs and test output put their conclusion at the end.
 
+    * JSON nested too deeply to walk (hundreds of levels) is cut as text, by head and tail.
+
     Deterministic. Raises ``ValueError`` when ``max_chars`` is below :data:`MIN_CHARS`.
 
     >>> compress(list(range(40)), max_chars=120)
@@ -188,12 +190,27 @@ def compress(result: Any, max_chars: int = 2_000) -> str:
         if stripped[:1] in ("{", "["):
             try:
                 data = json.loads(stripped)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deep to read
                 data = result
     if isinstance(data, str):
         return _cut_text(data, max_chars)
     if not isinstance(data, (list, Mapping)):
         return _cut_text(_dumps(data), max_chars)
+    try:
+        return _shrink_to_fit(result, data, max_chars)
+    except RecursionError:  # nested deeper than the cut can walk: cut its text by head and tail
+        pass
+    try:
+        return _cut_text(result if isinstance(result, str) else _dumps(data), max_chars)
+    except RecursionError:
+        raise ValueError(
+            "result nests lists or dicts too deeply to write as JSON; flatten it, or pass "
+            "compress a text of it, which is cut by its head and tail"
+        ) from None
+
+
+def _shrink_to_fit(result: Any, data: list | Mapping, max_chars: int) -> str:
+    """:func:`compress` for a list or dict ``data`` (``result`` itself, or parsed from it)."""
     original = result if isinstance(result, str) else _dumps(data)
     if len(original) <= max_chars:
         return original

@@ -69,7 +69,7 @@ def _gist(body: str) -> str:
     if stripped.startswith(("{", "[")):
         try:
             obj = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             obj = None
         if isinstance(obj, dict):
             fields = [f"{k}={v}" for k, v in obj.items() if isinstance(v, (str, int, float, bool))][:6]

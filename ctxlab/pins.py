@@ -154,6 +154,9 @@ def _item(index: int, call: Mapping[str, Any]) -> Pin:
     except json.JSONDecodeError as err:
         raise MessageError(f"message {index}: pin call {call_id!r} has arguments that are not JSON ({err}){fix}",
                            index=index) from None
+    except RecursionError:
+        raise MessageError(f"message {index}: pin call {call_id!r} has arguments nested too deeply to read{fix}",
+                           index=index) from None
     if not isinstance(arguments, Mapping) or not isinstance(arguments.get("text"), str) or not arguments["text"].strip():
         raise MessageError(f"message {index}: pin call {call_id!r} has no 'text' to pin (arguments {raw!r}){fix}",
                            index=index)

@@ -269,7 +269,7 @@ def _parse(result: Any) -> Any:
         if stripped[:1] in ("{", "["):
             try:
                 return json.loads(stripped)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deep to read
                 return result
     return result
 
@@ -320,7 +320,7 @@ def call_signature(call: Mapping[str, Any]) -> str:
         return f"{name} {_one_line(arguments)}"
     try:
         arguments = json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
-    except (TypeError, json.JSONDecodeError):
+    except (TypeError, json.JSONDecodeError, RecursionError):
         arguments = _one_line(arguments)
     return f"{name} {arguments}"
 

@@ -125,7 +125,7 @@ def failure_of(content: Any) -> str | None:
     if text.startswith("{"):
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             obj = None
         if isinstance(obj, dict):
             error = obj.get("error")
@@ -157,7 +157,7 @@ def _one_line_arguments(arguments: Any) -> str:
         return json.dumps(arguments, ensure_ascii=False)
     try:
         return json.dumps(json.loads(arguments), ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         return " ".join(arguments.split())
 
 

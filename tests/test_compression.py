@@ -236,3 +236,40 @@ def test_every_reference_resolves_and_a_second_pass_changes_nothing(laps, step, 
                                         max_chars=max_chars, store=store)
         assert again == view
         assert ctxlab.restore(view, store) == messages
+
+
+@pytest.mark.parametrize("depth", [400, 600, 995, 5_000])
+def test_json_nested_too_deep_to_walk_is_cut_as_text_and_a_run_goes_on(depth):
+    """A tool may return JSON nested hundreds of levels deep (json.loads gives up near 1,000,
+    the structural cut sooner): it is cut by head and tail, and compression, summaries, the
+    scratchpad and the Assembler all go on."""
+    text = "[" * depth + '"' + "x" * 3_000 + '"' + "]" * depth
+    cut = ctxlab.compress(text, 1_200)
+    assert len(cut) <= 1_200 and "cut" in cut and cut.startswith("[[[")
+    if depth < 990:
+        assert len(ctxlab.compress(json.loads(text), 1_200)) <= 1_200
+    call = {"id": "c1", "type": "function", "function": {"name": "deep", "arguments": "{}"}}
+    run = [{"role": "system", "content": "s"}, {"role": "user", "content": "go", "step": 0},
+           {"role": "assistant", "content": None, "tool_calls": [call], "step": 1},
+           {"role": "tool", "tool_call_id": "c1", "content": text, "step": 1}]
+    for lap in range(2, 40):
+        c = {**call, "id": f"c{lap}", "function": {"name": "read", "arguments": "{}"}}
+        run += [{"role": "assistant", "content": None, "tool_calls": [c], "step": lap},
+                {"role": "tool", "tool_call_id": f"c{lap}", "content": "y " * 700, "step": lap}]
+    budget = ctxlab.ContextBudget(window=16_000, reserve_output=1_000, scratchpad_max=500)
+    context = ctxlab.build_context(run, budget, client=ctxlab.OfflineSummariser(), step=40)
+    assert [e.kind for e in context.log] == ["compress", "summarise", "assemble"]
+    assembler = ctxlab.Assembler(budget, client=ctxlab.OfflineSummariser(), compress_after=5,
+                                 store=ctxlab.TrajectoryStore(run="deep"))
+    for index in ctxlab.model_calls(run):
+        assert assembler.context(run[:index]).tokens <= budget.input_limit
+    pad = ctxlab.update_scratchpad(ctxlab.Scratchpad(goal="g"), call, text, step=1)
+    assert "deep" in pad.render()
+
+
+def test_data_nested_too_deep_to_write_as_json_is_refused_with_what_to_do():
+    deep: list = []
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="too deeply to write as JSON"):
+        ctxlab.compress(deep, 1_200)
