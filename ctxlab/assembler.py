@@ -55,6 +55,7 @@ from .assembly import (
     _tools_tokens,
     assemble,
     assemble_detail,
+    lap_of,
 )
 from .budget import ContextBudget
 from .calls import CALL_TYPES
@@ -96,6 +97,8 @@ class Assembler:
     it grows, either the whole record each lap (:meth:`context`, which takes what is new) or
     the new messages (:meth:`extend`, then :meth:`build`). A message that would make the
     record invalid raises :class:`ctxlab.MessageError` naming its index, and nothing is added.
+    A message without a ``step`` (a history straight from the API) is kept as a copy with its
+    lap, numbered as ``build_context`` numbers it (:func:`ctxlab.assembly.number_laps`).
     ``state`` is the summary and the cut so far, ``log`` every decision, ``counter`` the
     :class:`ctxlab.TokenCounter` used (each distinct message is encoded once).
 
@@ -180,6 +183,8 @@ class Assembler:
         self._collecting = False
         self._first_user_seen = False
         self._max_step = 0
+        self._lap: int | None = None  # the latest assistant message's lap (ctxlab.assembly.lap_of)
+        self._last_given: Message | None = None
 
     def __len__(self) -> int:
         return len(self._static) + len(self._elastic)
@@ -207,10 +212,19 @@ class Assembler:
             if problems:
                 where, problem = problems[0]
                 raise MessageError(f"message {where}: {problem}", index=where)
+        given, last = batch, self._lap
+        batch = []
+        for message in given:  # each message with its lap (number_laps), as build_context gives it
+            lap = lap_of(message, last)
+            if message.get("role") == "assistant":
+                last = lap
+            batch.append(message if message.get("step").__class__ is int else {**message, "step": lap})
         counts = [self._count_new(m) for m in batch]
         trial.commit()
         for message, (tokens, pieces) in zip(batch, counts, strict=True):
             self._add(message, tokens, pieces)
+        if given:
+            self._lap, self._last_given = last, given[-1]
 
     def _count_new(self, message: Message) -> tuple[int, _Pieces | None]:
         """A new message's tokens, and the pieces it was encoded in (see :class:`_Pieces`) when it
@@ -304,9 +318,8 @@ class Assembler:
         return bisect.bisect_left(self._starts, start)
 
     def _last(self) -> Message | None:
-        if self._elastic:
-            return self._elastic[-1]
-        return self._static[-1] if self._static else None
+        """The last message given (the caller's object, not the record's numbered copy)."""
+        return self._last_given
 
     def build(self, *, scratchpad: Scratchpad | None = None, step: int | None = None) -> Context:
         """The prompt for the next model call, and the state moves on (see :func:`ctxlab.build_context`).

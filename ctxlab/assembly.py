@@ -61,8 +61,8 @@ from .trimming import PINNED_ROLES, fit, pinned_indices, turn_group_spans
 if TYPE_CHECKING:  # pragma: no cover
     from .store import TrajectoryStore
 
-__all__ = ["AssemblyState", "Context", "build_context", "assemble", "pinned_group_spans", "split_record", "trim_middle", "summarise_cut",
-           "trim_without_summary", "order_prompt", "Middle", "Cut"]
+__all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "pinned_group_spans",
+           "split_record", "trim_middle", "summarise_cut", "trim_without_summary", "order_prompt", "Middle", "Cut"]
 
 Message = Mapping[str, Any]
 
@@ -134,7 +134,49 @@ def _tools_tokens(tools: Sequence[Mapping[str, Any]] | None, count: Callable[[Me
     return counter.tools(tools) if isinstance(counter, TokenCounter) else count_tools(tools)
 
 
-# --- stage 0: the record, split into the static prefix and the elastic rest ---------------------
+# --- stage 0: the record, its laps numbered, split into the static prefix and the rest ----------
+
+
+def lap_of(message: Message, last: int | None) -> int:
+    """The lap of ``message``, ``last`` being the lap of the latest assistant message before it
+    (``None`` before the first). Its ``step`` when it has one; else, as the course's transcripts
+    number them: an assistant message (a model call) is the next lap, a tool result the lap of
+    the call it answers, and any other message (a user's) the lap that will read it, the next
+    one, or 0 for the system prompt and the task before the first call.
+
+    >>> lap_of({"role": "assistant", "content": "ok"}, 4), lap_of({"role": "tool", "content": "r"}, 5)
+    (5, 5)
+    >>> lap_of({"role": "user", "content": "go"}, None), lap_of({"role": "user", "content": "and?"}, 5)
+    (0, 6)
+    """
+    step = message.get("step")
+    if step.__class__ is int:
+        return step
+    role = message.get("role")
+    if role == "assistant":
+        return (last or 0) + 1
+    if role == "tool":
+        return last or 0
+    return 0 if last is None else last + 1
+
+
+def number_laps(history: Sequence[Message]) -> list[Message]:
+    """``history`` with a lap on every message, for aging tool results: a message without a
+    ``step`` (a history straight from the API has none) is given a copy with the lap
+    :func:`lap_of` finds; messages with one are the same objects. On the course's
+    transcripts, which carry their laps, the numbers found are the ones they carry.
+
+    >>> number_laps([{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}])
+    [{'role': 'user', 'content': 'go', 'step': 0}, {'role': 'assistant', 'content': 'ok', 'step': 1}]
+    """
+    out: list[Message] = []
+    last: int | None = None
+    for message in history:
+        lap = lap_of(message, last)
+        if message.get("role") == "assistant":
+            last = lap
+        out.append(message if message.get("step").__class__ is int else {**message, "step": lap})
+    return out
 
 
 def split_record(history: Sequence[Message], state: AssemblyState) -> tuple[list[Message], list[Message]]:
@@ -428,7 +470,10 @@ def build_context(
        newest message is the last before the scratchpad), tool results compressed by age
        (``keep_full_for``, ``compress_after``, ``max_chars``, ``store``, as in
        :func:`ctxlab.compress_history`; ``step`` is the current lap, by default the last one
-       in ``history``);
+       in ``history``). A message without a ``step``, as in a history straight from the API,
+       is given its lap (:func:`number_laps`: each assistant message is the next one), so
+       such a history ages too; the prompt leaves ``step`` out, and ``dropped`` and the log
+       hold those messages with it;
     5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
 
     It runs as a pipeline of small stages: :func:`split_record`, the fixed part and the
@@ -482,6 +527,7 @@ def build_context(
     """
     _check_fraction(low_water)
     validate_messages(history)
+    history = number_laps(history)
     counter = count or TokenCounter().message
     state = state or AssemblyState()
     static, elastic = split_record(history, state)
