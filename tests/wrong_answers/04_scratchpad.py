@@ -1003,3 +1003,51 @@ RULES += [
     dict(rule="a cut of a quarter or more by a cutting kind calls for a re-plan", test="replan-after-small-change-is-none",
          wrong="replan-never"),
 ]
+
+# A later probe round: each broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="questions-in-reverse-order", fails=["scratchpad-render-item-order"],
+         **render(("for item in self.open_questions]", "for item in reversed(self.open_questions)]"))),
+    dict(name="questions-sorted", fails=["scratchpad-render-item-order"],
+         **render(("for item in self.open_questions]", "for item in sorted(self.open_questions, key=str)]"))),
+    dict(name="repeated-questions-shown-once", fails=["scratchpad-render-item-lines"],
+         **render(("for item in self.open_questions]", "for item in dict.fromkeys(self.open_questions)]"))),
+    dict(name="failure-returns-nothing", fails=["update-scratchpad-in-place-and-returned"],
+         **update(("        pad.failed.setdefault(key, reason)\n        return pad", "        pad.failed.setdefault(key, reason)\n        return"))),
+    dict(name="first-line-without-its-trailing-spaces", fails=["update-scratchpad-done-first-non-blank-line"],
+         **update(("first_line = next((line for line", "first_line = next((line.rstrip() for line"))),
+    dict(name="cut-line-without-its-trailing-spaces", fails=["update-scratchpad-done-first-non-blank-line"],
+         **update(("{first_line[:80]}", "{first_line[:80].rstrip()}"))),
+    dict(name="sheds-two-lines-at-a-time-after-done", fails=["render-bounded-sheds-no-more-than-needed"],
+         **bounded(("                section.pop(position)",
+                    "                section.pop(position)\n                if section and section is not work.done:\n"
+                    "                    section.pop(position)"),
+                   ("                del section[next(iter(section))]",
+                    "                del section[next(iter(section))]\n                if section:\n"
+                    "                    del section[next(iter(section))]"))),
+    dict(name="replan-writes-the-share-into-the-events", fails=["replan-after-leaves-out-the-rest"],
+         **replan(("    due = any(", '    for event in events:\n        event["share"] = (event["tokens_before"] - '
+                   'event["tokens_after"]) / event["tokens_before"] if event["tokens_before"] else 0\n    due = any('))),
+    dict(name="replan-sorts-the-events", fails=["replan-after-leaves-out-the-rest"],
+         **replan(("    due = any(", '    events.sort(key=lambda e: e["tokens_before"], reverse=True)\n    due = any('))),
+]
+RULES += [
+    dict(rule="open questions show in the order they were added", test="scratchpad-render-item-order",
+         wrong="questions-in-reverse-order"),
+    dict(rule="open questions show in the order they were added, not sorted", test="scratchpad-render-item-order",
+         wrong="questions-sorted"),
+    dict(rule="a repeated open question gives a repeated line", test="scratchpad-render-item-lines",
+         wrong="repeated-questions-shown-once"),
+    dict(rule="update_scratchpad returns the pad after a failure too", test="update-scratchpad-in-place-and-returned",
+         wrong="failure-returns-nothing"),
+    dict(rule="the DONE line holds the first non-blank line as it is, trailing spaces included",
+         test="update-scratchpad-done-first-non-blank-line", wrong="first-line-without-its-trailing-spaces"),
+    dict(rule="the DONE line holds the line's first 80 characters as they are, not stripped after the cut",
+         test="update-scratchpad-done-first-non-blank-line", wrong="cut-line-without-its-trailing-spaces"),
+    dict(rule="lines are shed one at a time in every section, stopping as soon as it fits",
+         test="render-bounded-sheds-no-more-than-needed", wrong="sheds-two-lines-at-a-time-after-done"),
+    dict(rule="replan_after only reads the events: it adds nothing to them", test="replan-after-leaves-out-the-rest",
+         wrong="replan-writes-the-share-into-the-events"),
+    dict(rule="replan_after only reads the events: their order stays", test="replan-after-leaves-out-the-rest",
+         wrong="replan-sorts-the-events"),
+]

@@ -920,3 +920,99 @@ RULES += [
          wrong="compress-history-changes-nothing"),
     dict(rule="a result one character over max_chars is cut", test="compress-exact-fit-unchanged", wrong="compress-never-cuts"),
 ]
+
+# A later probe round: each broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="tiny-cap-of-one-gives-nothing", cell="compress-result",
+         source=compress_with(text_tiny="    if len(note) > max_chars:\n        return note[-max_chars:] if max_chars > 1 else \"\""),
+         fails=["compress-never-exceeds"]),
+    dict(name="cut-list-without-ascii-escapes", cell="compress-result",
+         source=replaced(compress_with(), "head = json.dumps(result[:k])", "head = json.dumps(result[:k], ensure_ascii=False)"),
+         fails=["compress-list-keeps-most-items"]),
+    dict(name="parses-json-results-before-compressing", cell="compress-history", source='''
+def compress_history(messages, step, keep_full_for=2, max_chars=1_000):
+    out = []
+    for message in messages:
+        if message["role"] == "tool" and step - message["step"] > keep_full_for:
+            content = message["content"]
+            try:
+                parsed = json.loads(content)
+            except (TypeError, ValueError):
+                parsed = content
+            out.append({**message, "content": ctxlab.compress(parsed, max_chars)})
+        else:
+            out.append(message)
+    return out
+''', fails=["compress-history-older-compressed"]),
+    dict(name="closed-store-opens-its-file-again", cell="result-store", source='''
+class ResultStore:
+    def __init__(self, path=":memory:"):
+        self.path = path
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS results (id INTEGER PRIMARY KEY, content TEXT NOT NULL)")
+        self.db.commit()
+
+    def _conn(self):
+        try:
+            self.db.execute("SELECT 1")
+        except sqlite3.ProgrammingError:
+            self.db = sqlite3.connect(self.path)
+            self.db.execute("CREATE TABLE IF NOT EXISTS results (id INTEGER PRIMARY KEY, content TEXT NOT NULL)")
+        return self.db
+
+    def save(self, message):
+        cursor = self._conn().execute("INSERT INTO results (content) VALUES (?)", (message["content"],))
+        self.db.commit()
+        return f"result-{cursor.lastrowid}"
+
+    def resolve(self, ref):
+        number = ref.removeprefix("result-")
+        row = None
+        if number.isdigit():
+            row = self._conn().execute("SELECT content FROM results WHERE id = ?", (int(number),)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]
+
+    def close(self):
+        self.db.close()
+''', fails=["result-store-close-closes"]),
+    dict(name="resolves-a-tool-call-id", cell="result-store", source=store_with(resolve='''        number = ref.removeprefix("result-")
+        row = self.db.execute("SELECT content FROM results WHERE id = ? OR tool_call_id = ? ORDER BY id DESC",
+                              (number, ref)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''), fails=["result-store-unknown-reference"]),
+    dict(name="resolves-any-text-ending-in-the-number", cell="result-store", source=store_with(resolve='''        number = ref.split("-")[-1]
+        row = self.db.execute("SELECT content FROM results WHERE id = ?", (number,)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''), fails=["result-store-unknown-reference"]),
+    dict(name="resolve-reads-the-digits-anywhere", cell="result-store", source=store_with(resolve='''        digits = "".join(ch for ch in ref if ch.isdigit())
+        row = self.db.execute("SELECT content FROM results WHERE id = ?", (int(digits),)).fetchone() if digits else None
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''), fails=["result-store-unknown-reference"]),
+    dict(name="resolve-skips-the-first-seven-characters", cell="result-store", source=store_with(resolve='''        row = self.db.execute("SELECT content FROM results WHERE id = ?", (ref[7:],)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''), fails=["result-store-unknown-reference"]),
+]
+RULES += [
+    dict(rule="a cap smaller than the note gives the note's last max_chars characters, a cap of 1 too",
+         test="compress-never-exceeds", wrong="tiny-cap-of-one-gives-nothing"),
+    dict(rule="a cut list's head is json.dumps with its defaults: its escaped text is what must fit",
+         test="compress-list-keeps-most-items", wrong="cut-list-without-ascii-escapes"),
+    dict(rule="older results become exactly ctxlab.compress(content, max_chars), JSON text passed as the string",
+         test="compress-history-older-compressed", wrong="parses-json-results-before-compressing"),
+    dict(rule="after close() the store cannot be used, a store kept in a file too", test="result-store-close-closes",
+         wrong="closed-store-opens-its-file-again"),
+    dict(rule="a tool_call_id is not a reference: it raises KeyError", test="result-store-unknown-reference",
+         wrong="resolves-a-tool-call-id"),
+    dict(rule="only references save() returned resolve, not other text ending in the same number",
+         test="result-store-unknown-reference", wrong="resolves-any-text-ending-in-the-number"),
+    dict(rule="only references save() returned resolve, not any text holding the same digits",
+         test="result-store-unknown-reference", wrong="resolve-reads-the-digits-anywhere"),
+    dict(rule="only references save() returned resolve, not any text of the same length ending in the number",
+         test="result-store-unknown-reference", wrong="resolve-skips-the-first-seven-characters"),
+]

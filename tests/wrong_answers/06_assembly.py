@@ -846,3 +846,13 @@ RULES += [
     dict(rule="the newest message of the history is kept, just before the scratchpad", test="build-context-scratchpad-last",
          wrong="system-and-scratchpad-only"),
 ]
+
+# A later probe round: it broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="missing-in-first-seen-order", cell="missing-by-lap", source=missing(NAMES="result.first_seen"),
+         fails=["missing-by-lap-order"]),
+]
+RULES += [
+    dict(rule="missing names follow result.probes, not first_seen's order", test="missing-by-lap-order",
+         wrong="missing-in-first-seen-order"),
+]
