@@ -693,3 +693,33 @@ RULES += [
     dict(rule="a window of 0 is a window of 0 tokens (refused), not the default", test="budget-refuses-impossible",
          wrong="a-zero-window-means-the-default"),
 ]
+
+# A None value other than content, and a cap of 0 with an empty scratchpad.
+WRONG_ANSWERS += [
+    dict(name="tool-calls-none-crashes", cell="count-chat", source='''
+def count_chat(messages, enc=None):
+    enc = enc or ctxlab.encoding()
+    tok = lambda t: len(enc.encode_ordinary(t))
+    total = 3
+    for message in messages:
+        total += 3
+        for key, value in message.items():
+            if key in ("step", "pinned", "tool_calls") or value is None:
+                continue
+            total += tok(value)
+            if key == "name":
+                total += 1
+        for call in message.get("tool_calls", []):
+            total += 3 + tok(call["function"]["name"]) + tok(call["function"]["arguments"])
+    return total
+''', fails=["count-chat-content-none"]),
+    dict(name="a-zero-cap-refuses-an-empty-scratchpad", cell="context-budget",
+         source=budget(over_cap="self.scratchpad_max == 0 or scratchpad_tokens > self.scratchpad_max"),
+         fails=["budget-scratchpad-at-cap"]),
+]
+RULES += [
+    dict(rule='every None value counts nothing, "tool_calls": None (a reply that calls no tool) included',
+         test="count-chat-content-none", wrong="tool-calls-none-crashes"),
+    dict(rule="a scratchpad of 0 tokens at a cap of 0 is exactly at its cap, so it is allowed",
+         test="budget-scratchpad-at-cap", wrong="a-zero-cap-refuses-an-empty-scratchpad"),
+]

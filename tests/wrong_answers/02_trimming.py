@@ -1357,3 +1357,27 @@ RULES += [
     dict(rule="a call's results share its group: there are fewer groups than messages", test="turn-groups-partition",
          wrong="turn-groups-each-message-alone"),
 ]
+
+# Edge cases of the pins and of pairing: each passed every test before the test named in it checked the rule.
+WRONG_ANSWERS += [
+    dict(name="pins-a-false-pinned-mark", cell="fit-history",
+         source=fit_with(pinned='{id(m) for i, m in enumerate(messages) if m["role"] == "system" or "pinned" in m '
+                                'or i == next((j for j, x in enumerate(messages) if x["role"] == "user"), -1)}'),
+         fails=["fit-keeps-marked-pins"]),
+    dict(name="finds-tool-results-by-their-id-key", cell="pairs-ok",
+         source=pairs_ok_with(on_result=ON_RESULT).replace('if message["role"] == "tool":', 'if "tool_call_id" in message:'),
+         fails=["pairs-ok-result-follows-its-call"]),
+    dict(name="a-call-without-an-id-needs-no-answer", cell="pairs-ok",
+         source=pairs_ok_with(on_turn=ON_TURN.replace(
+             "waiting = set(ids)\n", "waiting = {i for i in ids if i is not None}\n").replace(
+             "if len(waiting) < len(ids):", "if len(set(ids)) < len(ids):")),
+         fails=["pairs-ok-result-follows-its-call"]),
+]
+RULES += [
+    dict(rule='only "pinned": True pins a message; "pinned": False is an elastic message like any other',
+         test="fit-keeps-marked-pins", wrong="pins-a-false-pinned-mark"),
+    dict(rule="a message of role tool is a tool result, with or without a tool_call_id, and must answer a call",
+         test="pairs-ok-result-follows-its-call", wrong="finds-tool-results-by-their-id-key"),
+    dict(rule="a call without an id is still a call, and is unanswered when the next turn starts",
+         test="pairs-ok-result-follows-its-call", wrong="a-call-without-an-id-needs-no-answer"),
+]

@@ -1071,3 +1071,25 @@ RULES += [
     dict(rule="a history one token over the allowance is trimmed and summarised", test="tas-unchanged-when-it-fits",
          wrong="tas-returns-everything"),
 ]
+
+# Texts and results in full, blank lines included, and the prior summary's block closed on a line of its own.
+WRONG_ANSWERS += [
+    dict(name="blank-result-lines-skipped", cell="render-steps",
+         source=render(RESULT='lines += ["    " + line for line in text.splitlines() if line.strip()]'),
+         fails=["render-steps-results-in-full"]),
+    dict(name="blank-text-lines-skipped", cell="render-steps",
+         source=render(REST='lines += ["    " + line for line in rest if line.strip()]'),
+         fails=["render-steps-laps-and-roles"]),
+    dict(name="end-marker-on-the-summarys-last-line", cell="compaction-prompt",
+         source=prompt(PRIOR_BLOCK='"PREVIOUS SUMMARY: fold the new steps into it and return ONE updated summary.\\n"'
+                                   ' f"{prior_summary} END OF PREVIOUS SUMMARY"'),
+         fails=["compaction-prompt-rolls-up-the-prior"]),
+]
+RULES += [
+    dict(rule="a result is rendered in full, every line of it, blank lines included", test="render-steps-results-in-full",
+         wrong="blank-result-lines-skipped"),
+    dict(rule="a text is rendered in full, every line of it, blank lines included", test="render-steps-laps-and-roles",
+         wrong="blank-text-lines-skipped"),
+    dict(rule="'END OF PREVIOUS SUMMARY' comes on a line after the previous summary, not on its last line",
+         test="compaction-prompt-rolls-up-the-prior", wrong="end-marker-on-the-summarys-last-line"),
+]
