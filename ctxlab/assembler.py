@@ -59,7 +59,7 @@ from .assembly import (
 )
 from .budget import ContextBudget
 from .calls import CALL_TYPES
-from .compression import STUB_PREFIX, _text_cut, compress_history, stub_reference
+from .compression import STUB_PREFIX, _text_cut, compress_history, result_text, stub_reference
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
@@ -679,9 +679,11 @@ class _Window:
         marked at all, which the pipeline marks before compressing)."""
         message = self.owner._elastic[self.positions[k]]
         lap = message.get("step")
-        if not (message.get("role") == "tool" and isinstance(message.get("content"), str)
-                and isinstance(lap, int) and not isinstance(lap, bool) and message.get("pinned") is not True
-                and stub_reference(message["content"]) is None):
+        if message.get("role") != "tool":
+            return False
+        text = result_text(message.get("content"))
+        if not (text is not None and isinstance(lap, int) and not isinstance(lap, bool)
+                and message.get("pinned") is not True and stub_reference(text) is None):
             return False
         caller = self._caller(k)
         mark = caller.get("pinned")
@@ -725,7 +727,7 @@ class _Window:
             self.changed[k] = {
                 "index": k, "tool_call_id": original.get("tool_call_id"), "lap": original["step"], "age": 0,
                 "tier": "reference" if new.startswith(STUB_PREFIX) else "compressed",
-                "chars_before": len(original["content"]), "chars_after": len(new), "ref": self._ref(original, tier),
+                "chars_before": len(result_text(original["content"])), "chars_after": len(new), "ref": self._ref(original, tier),
             }
             self.changed_before += full_tokens
             self.changed_after += self.tokens[k]

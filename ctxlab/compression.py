@@ -301,6 +301,28 @@ def restore(messages: Sequence[Message], store: TrajectoryStore) -> list[dict[st
 # -- by age -------------------------------------------------------------------------------------
 
 
+def result_text(content: Any) -> str | None:
+    """The text of a tool result that age compression may shrink: a string as it is, a list of
+    text parts (the API's other form of a tool message's content) joined by newlines, or
+    ``None`` for anything else (which is left as it is).
+
+    >>> result_text("42 rows"), result_text([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
+    ('42 rows', 'a\\nb')
+    >>> result_text([{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]) is None
+    True
+    """
+    if content.__class__ is str:
+        return content
+    if not isinstance(content, list) or not content:
+        return None
+    texts = []
+    for part in content:
+        if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            return None
+        texts.append(part["text"])
+    return "\n".join(texts)
+
+
 def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, Mapping[str, Any]]]:
     calls = {}
     for index, message in enumerate(messages):
@@ -334,6 +356,10 @@ def compress_history(
 
     With a ``store``, every result it changes is saved there in full first
     (:meth:`ctxlab.TrajectoryStore.save_result`), so :func:`restore` can put it back.
+
+    A result's text is its ``content``, or, when that is a list of text parts, their texts
+    joined by newlines (:func:`result_text`); a compressed one becomes a single string. Results
+    holding any other part are left as they are.
 
     Untouched: every message that is not a tool result, ``tool_call_id`` and every other field
     of a tool result, results with no ``step``, and pinned ones (a result is pinned when it or
@@ -380,13 +406,12 @@ def compress_history(
     changes: list[dict[str, Any]] = []
     replaced: list[Message] = []
     for index, message in enumerate(messages):
-        content = message.get("content")
+        content = result_text(message.get("content")) if message.get("role") == "tool" else None
         lap = message.get("step")
         caller = calls.get(message.get("tool_call_id"), (None, {}))
         caller_message = messages[caller[0]] if caller[0] is not None else {}
         if (
-            message.get("role") != "tool"
-            or not isinstance(content, str)
+            content is None
             or not isinstance(lap, int)
             or isinstance(lap, bool)
             or step - lap <= keep_full_for

@@ -273,3 +273,54 @@ def test_data_nested_too_deep_to_write_as_json_is_refused_with_what_to_do():
         deep = [deep]
     with pytest.raises(ValueError, match="too deeply to write as JSON"):
         ctxlab.compress(deep, 1_200)
+
+
+# --- results given as text parts ----------------------------------------------------------------
+
+
+def _as_parts(message, pieces=2):
+    """``message`` with its content as ``pieces`` text parts, as the API also accepts it."""
+    text = message["content"]
+    cut = [len(text) * k // pieces for k in range(pieces + 1)]
+    return {**message, "content": [{"type": "text", "text": text[a:b]} for a, b in zip(cut, cut[1:], strict=False)]}
+
+
+def test_a_result_of_text_parts_ages_like_a_string():
+    """A tool result whose content is a list of text parts is compressed by age as the text of
+    its parts joined by newlines, into one string; one that fits, or that holds any other part,
+    is left as it is. Before, every such result stayed in full until it was trimmed."""
+    messages = history(6)
+    messages = [_as_parts(m) if m["role"] == "tool" else m for m in messages]
+    with ctxlab.TrajectoryStore(run="parts") as store:
+        log = ctxlab.MemoryLog()
+        view = ctxlab.compress_history(messages, 6, keep_full_for=2, compress_after=4, max_chars=300, store=store, log=log)
+        aged = {m["step"]: m["content"] for m in view if m["role"] == "tool" and m["step"] <= 3}
+        assert all(isinstance(c, str) and len(c) <= 300 for c in aged.values()), aged
+        assert stub_reference(aged[1]) and not stub_reference(aged[3])
+        joined = "\n".join(p["text"] for p in messages[7]["content"])
+        assert aged[3] == ctxlab.compress(joined, 300)
+        assert [m for m in view if m["role"] == "tool" and m["step"] > 3] == [m for m in messages if m["role"] == "tool" and m["step"] > 3]
+        (event,) = list(log)
+        assert [c["chars_before"] for c in event.data["changes"]] == [len(joined)] * 3
+        assert ctxlab.restore(view, store) == messages  # the parts come back as they were
+        assert ctxlab.compress_history(view, 6, keep_full_for=2, compress_after=4, max_chars=300, store=store) == view
+    short = {"role": "tool", "tool_call_id": "c1", "step": 1, "content": [{"type": "text", "text": "ok"}]}
+    image = {**short, "content": [{"type": "text", "text": "x " * 900}, {"type": "image_url", "image_url": {"url": "u"}}]}
+    for result in (short, image):
+        run = [messages[2], result]
+        assert ctxlab.compress_history(run, 9, keep_full_for=0, max_chars=300)[1] is result
+
+
+def test_the_assembler_ages_results_of_text_parts_as_build_context_does():
+    """Research laps with a third of their results given as text parts: the Assembler and
+    build_context give the same prompts lap after lap, and old results of parts are
+    compressed in them."""
+    from test_assembler import _same_laps, long_run
+
+    run = [_as_parts(m, 3) if m["role"] == "tool" and k % 3 == 0 else dict(m) for k, m in enumerate(long_run(40))]
+    budget = ctxlab.ContextBudget(window=16_000, reserve_output=1_500, scratchpad_max=400, summary_max=600)
+    last = _same_laps(run, budget, laps=70, client=ctxlab.OfflineSummariser())
+    assert last is not None
+    parts_ids = {m["tool_call_id"] for m in run if m["role"] == "tool" and isinstance(m["content"], list)}
+    shrunk = [m for m in last if m.get("tool_call_id") in parts_ids and isinstance(m["content"], str)]
+    assert shrunk and all(len(m["content"]) <= 1_200 for m in shrunk)
