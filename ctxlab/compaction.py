@@ -21,6 +21,7 @@ and keeps a record of every time it fired.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -51,8 +52,11 @@ def compaction_due(tokens: int, ceiling: int, *, threshold: float = 0.7, boundar
 
     ``tokens`` is what the prompt takes after the lap just finished; ``ceiling`` the working
     ceiling (the most the prompt may take); ``threshold`` a fraction of it, above 0 and at most 1.
-    Reaching the threshold exactly counts.
+    Reaching the threshold exactly counts, as written in decimals: 55 tokens reach 0.55 of 100,
+    though ``0.55 * 100`` is 55.00000000000001 in floating point.
 
+    >>> compaction_due(55, 100, threshold=0.55), compaction_due(54, 100, threshold=0.55)
+    (True, False)
     >>> compaction_due(6_999, 10_000), compaction_due(7_000, 10_000), compaction_due(900, 10_000, boundary=True)
     (False, True, True)
     >>> compaction_due(5_000, 10_000, threshold=70)
@@ -64,7 +68,9 @@ def compaction_due(tokens: int, ceiling: int, *, threshold: float = 0.7, boundar
     threshold = _check_threshold(threshold)
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
         raise ValueError(f"tokens must be a whole number of tokens, 0 or more, got {tokens!r}")
-    return bool(boundary) or tokens >= threshold * ceiling
+    limit = threshold * ceiling
+    # a product a rounding error above the whole number it stands for is that number
+    return bool(boundary) or tokens >= limit or math.isclose(tokens, limit, rel_tol=1e-12)
 
 
 @dataclass(frozen=True)

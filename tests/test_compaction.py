@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
@@ -11,6 +11,19 @@ from ctxlab.compaction import Compaction, CompactionTrigger, compaction_due
 
 ceilings = st.integers(min_value=1, max_value=2_000_000)
 thresholds = st.floats(min_value=0.01, max_value=1.0, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(millis=st.integers(1, 1_000), ceiling=st.integers(1, 200_000))
+@example(millis=550, ceiling=100).via("0.55 * 100 == 55.00000000000001")
+@example(millis=35, ceiling=200).via("0.035 * 200 == 7.000000000000001")
+def test_a_threshold_in_decimals_is_reached_where_exact_arithmetic_says(millis, ceiling):
+    """0.55 of 100 is 55 tokens, though 0.55 * 100 is 55.00000000000001 in floating point: due
+    exactly when tokens * 1000 >= millis * ceiling, for thresholds of up to three decimals."""
+    exact = -(-millis * ceiling // 1_000)  # the first whole number of tokens at or above the threshold
+    assert compaction_due(exact, ceiling, threshold=millis / 1_000) is True
+    if exact > 0:
+        assert compaction_due(exact - 1, ceiling, threshold=millis / 1_000) is False
 
 
 def test_threshold_is_reached_exactly_and_not_before():
