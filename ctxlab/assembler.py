@@ -59,7 +59,7 @@ from .assembly import (
 )
 from .budget import ContextBudget
 from .calls import CALL_TYPES
-from .compression import STUB_PREFIX, _text_cut, compress_history, result_text, stub_reference
+from .compression import _aged_view, _text_cut, compress_history, result_text, stub_reference
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
@@ -712,10 +712,12 @@ class _Window:
                 return
             view: Message = original
         else:
-            caller = self._caller(k)
-            batch = [caller, original] if caller else [original]
-            view = compress_history(batch, self.step, memo=self.owner._memo, count=self.owner.counter.message,
-                                    **self.owner.compression)[-1]
+            text = result_text(original["content"])
+            options = self.owner.compression
+            aged, kind, ref = _aged_view(original, text, self._call_of(k), self.step - original["step"],
+                                         compress_after=options["compress_after"], max_chars=options["max_chars"],
+                                         store=options["store"], memo=self.owner._memo)
+            view = original if aged is None else aged
         full_tokens = self.owner._counts[self.positions[k]]
         if self.changed.pop(k, None) is not None:
             self.changed_before -= full_tokens
@@ -723,18 +725,20 @@ class _Window:
         self.compress_event = None
         self._set(k, view, full_tokens if view is original else self.owner._count_view(self.positions[k], view))
         if view is not original:
-            new = view["content"]
             self.changed[k] = {
                 "index": k, "tool_call_id": original.get("tool_call_id"), "lap": original["step"], "age": 0,
-                "tier": "reference" if new.startswith(STUB_PREFIX) else "compressed",
-                "chars_before": len(result_text(original["content"])), "chars_after": len(new), "ref": self._ref(original, tier),
+                "tier": kind, "chars_before": len(text), "chars_after": len(view["content"]), "ref": ref,
             }
             self.changed_before += full_tokens
             self.changed_after += self.tokens[k]
 
-    def _ref(self, original: Message, tier: str) -> Any:
-        known = self.owner._memo.get((id(original), tier))
-        return known[2] if known is not None and known[0] is original else None
+    def _call_of(self, k: int) -> Mapping[str, Any]:
+        """The tool call the result at ``k`` answers (``{}`` when none in the window does)."""
+        wanted = self.views[k].get("tool_call_id")
+        for call in self._caller(k).get("tool_calls") or []:
+            if isinstance(call, Mapping) and call.get("id") == wanted:
+                return call
+        return {}
 
     def _set(self, k: int, view: Message, tokens: int) -> None:
         group = bisect.bisect_right(self.group_starts, k) - 1

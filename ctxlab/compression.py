@@ -332,6 +332,41 @@ def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, Mapping[st
     return calls
 
 
+def _aged_view(
+    message: Message, text: str, call: Mapping[str, Any], age: int, *, compress_after: int | None,
+    max_chars: int, store: TrajectoryStore | None, memo: dict | None,
+) -> tuple[dict[str, Any] | None, str, Any]:
+    """The view :func:`compress_history` gives the tool result ``message`` (of text ``text``,
+    answering ``call``) at ``age`` laps, older than it keeps in full: ``(view, tier, ref)``,
+    with ``view`` ``None`` when the result stays as it is (it fits). :class:`ctxlab.Assembler`
+    calls it for one result at a time."""
+    stubbed = compress_after is not None and age > compress_after
+    key = (id(message), "reference" if stubbed else "compressed")
+    known = memo.get(key) if memo is not None else None
+    if known is not None and known[0] is message:
+        _, new, ref, view = known
+        if new is None:
+            return None, "", None
+        return view, "reference" if new.startswith(STUB_PREFIX) else "compressed", ref
+    new = compress(text, max_chars)
+    if new == text:
+        if memo is not None:
+            memo[key] = (message, None, None, None)
+        return None, "", None
+    tier = "compressed"
+    ref = store.save_result(message) if store is not None else None
+    if stubbed:
+        assert ref is not None
+        name, arguments = call_parts(call) or ("a tool", "")
+        stub = reference_stub(ref, step=message["step"], name=name, arguments=arguments, chars=len(text))
+        if len(stub) < len(new):
+            new, tier = stub, "reference"
+    view = {**message, "content": new}
+    if memo is not None:
+        memo[key] = (message, new, ref, view)
+    return view, tier, ref
+
+
 def compress_history(
     messages: Sequence[Message],
     step: int,
@@ -422,44 +457,16 @@ def compress_history(
             out.append(message)  # type: ignore[arg-type]
             continue
         age = step - lap
-        stubbed = compress_after is not None and age > compress_after
-        key = (id(message), "reference" if stubbed else "compressed")
-        known = memo.get(key) if memo is not None else None
-        if known is not None and known[0] is message:
-            _, new, ref, view = known
-            if new is None:
-                out.append(message)  # type: ignore[arg-type]
-                continue
-            tier = "reference" if new.startswith(STUB_PREFIX) else "compressed"
-            out.append(view)  # the same dict as last lap: counted from memory
-            replaced.append(message)
-            changes.append(
-                {"index": index, "tool_call_id": message.get("tool_call_id"), "lap": lap, "age": age,
-                 "tier": tier, "chars_before": len(content), "chars_after": len(new), "ref": ref}
-            )
-            continue
-        new = compress(content, max_chars)
-        if new == content:
-            if memo is not None:
-                memo[key] = (message, None, None, None)
+        view, tier, ref = _aged_view(message, content, caller[1], age, compress_after=compress_after,
+                                     max_chars=max_chars, store=store, memo=memo)
+        if view is None:
             out.append(message)  # type: ignore[arg-type]
             continue
-        tier = "compressed"
-        ref = store.save_result(message) if store is not None else None
-        if stubbed:
-            assert ref is not None
-            name, arguments = call_parts(caller[1]) or ("a tool", "")
-            stub = reference_stub(ref, step=lap, name=name, arguments=arguments, chars=len(content))
-            if len(stub) < len(new):
-                new, tier = stub, "reference"
-        view = {**message, "content": new}
-        if memo is not None:
-            memo[key] = (message, new, ref, view)
         out.append(view)
         replaced.append(message)
         changes.append(
             {"index": index, "tool_call_id": message.get("tool_call_id"), "lap": lap, "age": age,
-             "tier": tier, "chars_before": len(content), "chars_after": len(new), "ref": ref}
+             "tier": tier, "chars_before": len(content), "chars_after": len(view["content"]), "ref": ref}
         )
 
     if log is not None and changes:
