@@ -1381,3 +1381,36 @@ RULES += [
     dict(rule="a call without an id is still a call, and is unanswered when the next turn starts",
          test="pairs-ok-result-follows-its-call", wrong="a-call-without-an-id-needs-no-answer"),
 ]
+
+# Probed again: each passed every test before the test named in it checked the rule.
+WRONG_ANSWERS += [
+    dict(name="joins-a-result-to-the-call-its-id-names", cell="turn-groups", source='''
+def turn_groups(messages):
+    groups = []
+    owner = {}  # call id -> the group of the call that made it
+    for message in messages:
+        if message["role"] == "tool":
+            group = owner.get(message.get("tool_call_id"))
+            if group is None and groups and groups[-1][0]["role"] == "assistant" and groups[-1][0].get("tool_calls"):
+                group = groups[-1]
+            if group is not None:
+                group.append(message)
+                continue
+        groups.append([message])
+        for call in message.get("tool_calls") or []:
+            owner[call.get("id")] = groups[-1]
+    return groups
+''', fails=["turn-groups-partition"]),
+    dict(name="trims-the-messages-after-the-last-call", cell="count-trims",
+         source=count_trims_with(after='''    if history[seen + 1:]:  # messages came after the last call: trim them too
+        view += history[seen:]
+        if trim(view, high=high, low=low)[1]:
+            trims += 1'''),
+         fails=["count-trims-uses-trim"]),
+]
+RULES += [
+    dict(rule="a tool message joins the group just before it, not the group of the call its id names (order kept)",
+         test="turn-groups-partition", wrong="joins-a-result-to-the-call-its-id-names"),
+    dict(rule="messages after the last model call are never trimmed, even when they are not a reply",
+         test="count-trims-uses-trim", wrong="trims-the-messages-after-the-last-call"),
+]

@@ -1093,3 +1093,30 @@ RULES += [
     dict(rule="'END OF PREVIOUS SUMMARY' comes on a line after the previous summary, not on its last line",
          test="compaction-prompt-rolls-up-the-prior", wrong="end-marker-on-the-summarys-last-line"),
 ]
+
+# Probed again: each passed every test before the test named in it checked the rule.
+WRONG_ANSWERS += [
+    dict(name="default-model-fixed-in-the-signature", cell="compact-summaries",
+         source=compact(MODEL="model").replace("*, model=None):", "*, model=ctxlab.summary_model()):"),
+         fails=["compact-model"]),
+    dict(name="failures-line-asks-for-every-call", cell="compaction-prompt",
+         source=prompt(FAILURES='"FAILURES: every tool call the agent made, and how it went.\\n"'),
+         fails=["compaction-prompt-asks-for-failures"]),
+    dict(name="re-summarises-a-fitting-history-with-one-summary", cell="trim-and-summarise",
+         source=tas(FITS="not old and tokens(messages) <= allowance"),
+         fails=["tas-unchanged-when-it-fits"]),
+    dict(name="refuses-a-summary-bigger-than-the-reserve", cell="trim-and-summarise",
+         source=tas(CHECK="if ctxlab.count_message(message) > reserve:\n"
+                          '        raise ctxlab.BudgetError(f"the summary is bigger than the reserve of {reserve}")'),
+         fails=["tas-summary-too-big-raises"]),
+]
+RULES += [
+    dict(rule="model=None given explicitly means ctxlab.summary_model(), chosen when compact is called",
+         test="compact-model", wrong="default-model-fixed-in-the-signature"),
+    dict(rule="the FAILURES: line asks for the calls that failed, not for every call", test="compaction-prompt-asks-for-failures",
+         wrong="failures-line-asks-for-every-call"),
+    dict(rule="a history that fits with one summary in it comes back unchanged, without a summariser call",
+         test="tas-unchanged-when-it-fits", wrong="re-summarises-a-fitting-history-with-one-summary"),
+    dict(rule="a summary bigger than the reserve is refused only when the result exceeds the allowance",
+         test="tas-summary-too-big-raises", wrong="refuses-a-summary-bigger-than-the-reserve"),
+]
