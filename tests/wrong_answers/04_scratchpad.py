@@ -1051,3 +1051,57 @@ RULES += [
     dict(rule="replan_after only reads the events: their order stays", test="replan-after-leaves-out-the-rest",
          wrong="replan-sorts-the-events"),
 ]
+
+# Another probe round: each broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="blank-items-skipped", fails=["scratchpad-render-item-lines"],
+         **render(("for item in self.done]", "for item in self.done if str(item).strip()]"),
+                  ("for item in self.remaining]", "for item in self.remaining if str(item).strip()]"),
+                  ("for item in self.open_questions]", "for item in self.open_questions if str(item).strip()]"))),
+    dict(name="none-items-skipped", fails=["scratchpad-render-item-lines"],
+         **render(("for item in self.done]", "for item in self.done if item is not None]"),
+                  ("for item in self.open_questions]", "for item in self.open_questions if item is not None]"))),
+    dict(name="facts-with-none-skipped", fails=["scratchpad-render-shows-facts"],
+         **render(("for k, v in self.facts.items()]", "for k, v in self.facts.items() if v is not None]"))),
+    dict(name="lines-split-on-newline-and-crlf-only", fails=["update-scratchpad-done-first-non-blank-line"],
+         **update(("for line in text.splitlines() if", 'for line in text.replace("\\r\\n", "\\n").split("\\n") if'))),
+    dict(name="sheds-failures-without-a-reason", fails=["render-bounded-keeps-failures"],
+         **bounded((STEPS, STEPS + "\n    for key in [k for k, v in work.failed.items() if not v]:\n        del work.failed[key]"))),
+    dict(name="copy-shares-the-plan", fails=["render-bounded-leaves-pad-unchanged"],
+         **bounded(("work = copy.deepcopy(pad)",
+                    "work = ctxlab.Scratchpad(goal=pad.goal, facts=dict(pad.facts), done=list(pad.done), "
+                    "remaining=pad.remaining, failed=dict(pad.failed), open_questions=list(pad.open_questions))"))),
+    dict(name="copy-shares-the-facts", fails=["render-bounded-leaves-pad-unchanged"],
+         **bounded(("work = copy.deepcopy(pad)",
+                    "work = ctxlab.Scratchpad(goal=pad.goal, facts=pad.facts, done=list(pad.done), "
+                    "remaining=list(pad.remaining), failed=dict(pad.failed), open_questions=list(pad.open_questions))"))),
+    dict(name="copy-shares-the-questions", fails=["render-bounded-leaves-pad-unchanged"],
+         **bounded(("work = copy.deepcopy(pad)",
+                    "work = ctxlab.Scratchpad(goal=pad.goal, facts=dict(pad.facts), done=list(pad.done), "
+                    "remaining=list(pad.remaining), failed=dict(pad.failed), open_questions=pad.open_questions)"))),
+    dict(name="replan-skips-empty-steps", fails=["replan-after-plan-in-order"],
+         **replan(("for step in pad.remaining)", "for step in pad.remaining if step)"))),
+    dict(name="small-talk-calls-for-a-replan", fails=["replan-after-only-cutting-kinds"],
+         **replan(('("trim", "summarise", "summary_failed")', '("trim", "summarise", "summary_failed", "small_talk")'))),
+]
+RULES += [
+    dict(rule="an empty item of DONE, REMAINING or OPEN QUESTIONS still gives its '- ' line",
+         test="scratchpad-render-item-lines", wrong="blank-items-skipped"),
+    dict(rule="an item None still gives its line", test="scratchpad-render-item-lines", wrong="none-items-skipped"),
+    dict(rule="a fact whose value is None still shows", test="scratchpad-render-shows-facts",
+         wrong="facts-with-none-skipped"),
+    dict(rule="the first non-blank line ends at any line end, a lone \\r too",
+         test="update-scratchpad-done-first-non-blank-line", wrong="lines-split-on-newline-and-crlf-only"),
+    dict(rule="a failure with an empty reason is never shed either", test="render-bounded-keeps-failures",
+         wrong="sheds-failures-without-a-reason"),
+    dict(rule="shedding works on a copy of every field: the plan given stays whole",
+         test="render-bounded-leaves-pad-unchanged", wrong="copy-shares-the-plan"),
+    dict(rule="shedding works on a copy of every field: the facts given stay whole",
+         test="render-bounded-leaves-pad-unchanged", wrong="copy-shares-the-facts"),
+    dict(rule="shedding works on a copy of every field: the open questions given stay whole",
+         test="render-bounded-leaves-pad-unchanged", wrong="copy-shares-the-questions"),
+    dict(rule="the re-plan lists every step, an empty or zero one too", test="replan-after-plan-in-order",
+         wrong="replan-skips-empty-steps"),
+    dict(rule="only ctxlab.REPLAN_KINDS make a re-plan due: small_talk does not", test="replan-after-only-cutting-kinds",
+         wrong="small-talk-calls-for-a-replan"),
+]

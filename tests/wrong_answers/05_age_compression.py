@@ -1016,3 +1016,33 @@ RULES += [
     dict(rule="only references save() returned resolve, not any text of the same length ending in the number",
          test="result-store-unknown-reference", wrong="resolve-skips-the-first-seven-characters"),
 ]
+
+# Another probe round: each broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="note-gives-the-length-in-bytes", cell="compress-result",
+         source=compress_with(text_note='f"\\n[truncated from {len(text.encode()):,} chars]"'),
+         fails=["compress-text-says-chars"]),
+    dict(name="row-id-alone-is-the-reference", cell="result-store",
+         source=store_with(save=STORE_PARTS["save"].replace('return f"result-{cursor.lastrowid}"', "return str(cursor.lastrowid)"),
+                           resolve='''        row = self.db.execute("SELECT content FROM results WHERE id = ?", (ref,)).fetchone()
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''), fails=["result-store-unknown-reference"]),
+    dict(name="resolve-reads-the-number-with-int", cell="result-store", source=store_with(resolve='''        row = None
+        if isinstance(ref, str) and ref.startswith("result-"):
+            try:
+                row = self.db.execute("SELECT content FROM results WHERE id = ?", (int(ref[7:]),)).fetchone()
+            except ValueError:
+                row = None
+        if row is None:
+            raise KeyError(f"no stored result {ref!r}")
+        return row[0]'''), fails=["result-store-unknown-reference"]),
+]
+RULES += [
+    dict(rule="the truncated note gives the text's length in characters, not bytes", test="compress-text-says-chars",
+         wrong="note-gives-the-length-in-bytes"),
+    dict(rule="only the exact string save() returned resolves: not one SQLite reads as the same number",
+         test="result-store-unknown-reference", wrong="row-id-alone-is-the-reference"),
+    dict(rule="only the exact string save() returned resolves: not one with a space that int() ignores",
+         test="result-store-unknown-reference", wrong="resolve-reads-the-number-with-int"),
+]

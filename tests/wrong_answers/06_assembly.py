@@ -856,3 +856,16 @@ RULES += [
     dict(rule="missing names follow result.probes, not first_seen's order", test="missing-by-lap-order",
          wrong="missing-in-first-seen-order"),
 ]
+
+# Another probe round: it broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    dict(name="probes-counted-from-the-record-of-the-first-seen-lap", cell="policy-row",
+         source=row().replace("        later = [lap for lap in result.laps if start is not None and lap.lap >= start]\n",
+                              "        at = next((i for i, lap in enumerate(result.laps) if lap.lap == start), None)\n"
+                              "        later = result.laps[at:] if at is not None else []\n"),
+         fails=["policy-row-probes-from-first-seen"]),
+]
+RULES += [
+    dict(rule="a probe first seen before the first record counts from the first record (lap >= first_seen)",
+         test="policy-row-probes-from-first-seen", wrong="probes-counted-from-the-record-of-the-first-seen-lap"),
+]
