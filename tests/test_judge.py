@@ -7,6 +7,7 @@ kernels, is graded for real in test_lessons.py and test_autograder_grade.py.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import socket
@@ -186,6 +187,89 @@ def test_mutations_of_arguments_are_copied_back(pair_of):
     messages, options = [{"a": 1}, {"b": 2}], {}
     assert remote(messages, options) is None
     assert messages == [{"a": 1}] and options == {"seen": True}
+
+
+def test_what_a_call_hands_back_of_its_arguments_is_the_callers_own_object(pair_of):
+    """Identity survives the channel as in Python: returned as is, kept in a container, changed
+    in place, or moved inside an argument the callee changed."""
+    def update(pad, step):
+        pad.done.append(step)
+        return pad
+
+    def update_copy(pad, step):
+        pad.done.append(step)
+        return dataclasses.replace(pad)
+
+    def groups(messages):
+        return [[m] for m in messages]
+
+    def groups_of_copies(messages):
+        return [[dict(m)] for m in messages]
+
+    def shuffle(messages, *, options):
+        messages[0]["seen"] = True
+        messages.insert(0, {"role": "system"})
+        options["n"] = 1
+        return {"first": messages[1], "options": options}
+
+    pair = pair_of(update=update, update_copy=update_copy, same=lambda xs: xs, new=lambda xs: list(xs),
+                   groups=groups, groups_of_copies=groups_of_copies, shuffle=shuffle)
+    same, new, update, update_copy, groups, groups_of_copies, shuffle = pair.names(
+        "same", "new", "update", "update_copy", "groups", "groups_of_copies", "shuffle")
+    pad = ctxlab.Scratchpad(goal="g")
+    assert update(pad, "a") is pad and pad.done == ["a"]
+    pad = ctxlab.Scratchpad(goal="g")
+    copied = update_copy(pad, "a")
+    assert copied is not pad and copied == pad and pad.done == ["a"]
+    xs = [{"a": 1}]
+    assert same(xs) is xs
+    ys = new(xs)
+    assert ys is not xs and ys[0] is xs[0]
+    messages = [{"role": "user"}, {"role": "assistant"}]
+    assert [g[0] is m for g, m in zip(groups(messages), messages, strict=True)] == [True, True]
+    assert [g[0] is m for g, m in zip(groups_of_copies(messages), messages, strict=True)] == [False, False]
+    first, options = messages[0], {}
+    got = shuffle(messages, options=options)
+    assert got["first"] is first and first == {"role": "user", "seen": True}
+    assert got["options"] is options and options == {"n": 1}
+    assert messages[1] is first and messages[0] == {"role": "system"} and messages[2]["role"] == "assistant"
+
+
+def test_a_new_order_of_a_dict_is_a_change_that_comes_back(pair_of):
+    """Equal dicts in another order are not the same data to Python's code (``list(d)``): an
+    argument whose dict was reordered in place is copied back, returned or not."""
+    def move_to_end(pad, key):
+        pad.failed[key] = pad.failed.pop(key)
+        return pad
+
+    def move_in_place(options, key):
+        options[key] = options.pop(key)
+
+    move_to_end, move_in_place = pair_of(move_to_end=move_to_end, move_in_place=move_in_place).names(
+        "move_to_end", "move_in_place")
+    pad = ctxlab.Scratchpad(goal="g", failed={"a": "x", "b": "y"})
+    assert move_to_end(pad, "a") is pad and list(pad.failed) == ["b", "a"]
+    options = {"a": 1, "b": 2}
+    assert move_in_place(options, "a") is None and list(options) == ["b", "a"]
+
+
+def test_a_false_claim_of_identity_changes_no_value():
+    """The learner's side could report aliases that are not true: the judge takes one only where
+    both paths lead to containers of one type, and gives its object exactly the content sent."""
+    from autograder.judging.aliases import MISSING, restore, well_formed
+
+    mine = {"role": "user", "content": "hi"}
+    originals = {(0, ()): mine, (0, ("content",)): mine["content"]}
+
+    def lookup(which, path):
+        return originals.get((which, tuple(path)), MISSING)
+
+    fresh = {"role": "user", "content": "changed"}
+    assert restore(fresh, well_formed([[[], 0, []]]), lookup) is mine and mine["content"] == "changed"
+    mine["content"] = "hi"
+    assert restore([1, 2], well_formed([[[], 0, []]]), lookup) == [1, 2]  # a list is not a dict
+    assert restore({"a": "x"}, well_formed([[["a"], 0, ["content"]]]), lookup) == {"a": "x"}  # a str is no container
+    assert well_formed([[[], 0.5, []], [["a"], "k", [None]], "junk", [[], 0, []]]) == [[[], 0, []]]
 
 
 def test_a_callable_the_test_passes_in_is_called_back_in_the_judge(pair_of):

@@ -10,7 +10,10 @@ other side's requests on the objects it sent them (``call``, ``getattr``, ``seta
   proxies are equal only when they are the same proxy, so a learner's ``__eq__`` decides nothing.
 
 Arguments are copied across and **copied back**: when the callee changed a ``list``, ``dict``
-or ctxlab dataclass argument in place, the caller's own object is updated to match.
+or ctxlab dataclass argument in place, the caller's own object is updated to match. What the
+callee returns, or leaves in an argument, that is one of the caller's own objects comes back
+as that object, not as a copy (:mod:`.aliases`), so ``f(x) is x`` means in the judge what it
+means in Python.
 
 The judge's endpoint is ``guarded``: the learner's side may only call what the judge handed
 it, read its public attributes (never a name starting with ``_``, so no ``__globals__`` or
@@ -30,6 +33,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from .aliases import MISSING, Origins, at, restore, same_data, well_formed
 from .wire import ChannelError, Codec, Peer
 
 __all__ = ["Endpoint", "Remote", "SPECIALS"]
@@ -105,20 +109,30 @@ class Endpoint:
         try:
             reply = self.request({"op": "call", "target": target, "method": method,
                                   "args": enc_args, "kwargs": enc_kwargs})
-            self._copy_back(args, enc_args, reply.get("args_after"))
+            same = reply.get("same") if type(reply.get("same")) is dict else {}
+            originals = _Originals(args, kwargs, same)  # the caller's objects, found before any copy-back
+            self._copy_back(args, enc_args, reply.get("args_after"), originals,
+                            _indexed(same.get("args"), len(args)))
             self._copy_back(list(kwargs.values()), list(enc_kwargs.values()),
-                            [(reply.get("kwargs_after") or {}).get(str(k)) for k in kwargs])
-            return self.decode(reply.get("value"))
+                            [(reply.get("kwargs_after") or {}).get(str(k)) for k in kwargs], originals,
+                            [(same.get("kwargs") if type(same.get("kwargs")) is dict else {}).get(str(k))
+                             for k in kwargs])
+            return restore(self.decode(reply.get("value")), well_formed(same.get("value")), originals)
         finally:
             self._running.pop()
 
-    def _copy_back(self, originals: list, before: list, after: Any) -> None:
+    def _copy_back(self, originals: list, before: list, after: Any, found: Any = None,
+                   aliases: list | None = None) -> None:
         if type(after) is not list or len(after) != len(originals):
             return
-        for original, old, new in zip(originals, before, after, strict=False):
-            if new is None or new == old:
+        for k, (original, old, new) in enumerate(zip(originals, before, after, strict=False)):
+            if new is None or same_data(new, old):  # a dict's new order is a change too
                 continue
             fresh = self.decode(new)
+            if found is not None and aliases is not None:
+                fresh = restore(fresh, well_formed(aliases[k]), found)
+            if fresh is original:
+                continue
             if type(original) is list and type(fresh) is list:
                 original[:] = fresh
             elif type(original) is dict and type(fresh) is dict:
@@ -197,11 +211,18 @@ class Endpoint:
             raise ChannelError("a call arrived without a list of arguments")
         args = [self.decode(a) for a in raw_args]
         kwargs = {str(k): self.decode(v) for k, v in raw_kwargs.items()}
+        origins = None if self.guarded else Origins(args, kwargs)
         value = target(*args, **kwargs)
         reply = {"ok": True, "value": self.encode(value)}
-        if not self.guarded:  # the learner's side reports what its code did to the arguments
+        if origins is not None:  # the learner's side reports what its code did to the arguments
             reply["args_after"] = [self._after(a) for a in args]
             reply["kwargs_after"] = {k: self._after(v) for k, v in kwargs.items()}
+            reply["same"] = {
+                "value": origins.report(value),
+                "args": [origins.report(a) if sent is not None else [] for a, sent in zip(args, reply["args_after"], strict=True)],
+                "kwargs": {k: origins.report(v) if reply["kwargs_after"][k] is not None else []
+                           for k, v in kwargs.items()},
+            }
         return reply
 
     def _after(self, value: Any) -> Any:
@@ -237,6 +258,36 @@ class Endpoint:
         if owner is not None and type(ref.get("id")) is int:
             self.answers.setdefault(ref["id"], owner)
         return Remote(self, ref)
+
+
+class _Originals:
+    """The caller's own objects that a call's reply says it handed back: looked up at the paths
+    of the arguments as they were before the call, all at once, before anything is copied back."""
+
+    def __init__(self, args: tuple, kwargs: dict, same: dict) -> None:
+        self.found: dict[tuple, Any] = {}
+        lists = [same.get("value")] + list(_indexed(same.get("args"), len(args)))
+        if type(same.get("kwargs")) is dict:
+            lists += list(same["kwargs"].values())
+        for aliases in lists:
+            for _path, which, origin in well_formed(aliases):
+                key = (which, tuple(origin))
+                if key in self.found:
+                    continue
+                if type(which) is int and 0 <= which < len(args):
+                    self.found[key] = at(args[which], origin)
+                elif type(which) is str and which in kwargs:
+                    self.found[key] = at(kwargs[which], origin)
+
+    def __call__(self, which: int | str, origin: list) -> Any:
+        return self.found.get((which, tuple(origin)), MISSING)
+
+
+def _indexed(lists: Any, count: int) -> list:
+    """A reply's per-argument alias lists, one per argument (empty where it sent none)."""
+    if type(lists) is not list or len(lists) != count:
+        return [[] for _ in range(count)]
+    return lists
 
 
 class Remote:

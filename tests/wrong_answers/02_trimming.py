@@ -1414,3 +1414,16 @@ RULES += [
     dict(rule="messages after the last model call are never trimmed, even when they are not a reply",
          test="count-trims-uses-trim", wrong="trims-the-messages-after-the-last-call"),
 ]
+
+# The judge now hands back the test's own objects where the answer returns them, so identity
+# can be asked there as in Python: this answer scored full marks until then.
+WRONG_ANSWERS += [
+    dict(name="groups-hold-copies-of-the-messages", cell="turn-groups",
+         source=turn_groups_with(opened='groups and groups[-1][0]["role"] == "assistant" and groups[-1][0].get("tool_calls")').replace(
+             "    for message in messages:\n", "    for message in messages:\n        message = dict(message)  # a copy\n"),
+         fails=["turn-groups-partition"]),
+]
+RULES += [
+    dict(rule="the groups hold the messages themselves, not copies", test="turn-groups-partition",
+         wrong="groups-hold-copies-of-the-messages"),
+]

@@ -1105,3 +1105,15 @@ RULES += [
     dict(rule="only ctxlab.REPLAN_KINDS make a re-plan due: small_talk does not", test="replan-after-only-cutting-kinds",
          wrong="small-talk-calls-for-a-replan"),
 ]
+
+# The judge now hands back the test's own objects where the answer returns them, so identity
+# can be asked there as in Python: this answer scored full marks until then.
+WRONG_ANSWERS += [
+    dict(name="failure-returns-a-copy-of-the-pad", fails=["update-scratchpad-in-place-and-returned"],
+         **update(("        pad.failed.setdefault(key, reason)\n        return pad",
+                   "        pad.failed.setdefault(key, reason)\n        return copy.copy(pad)"))),
+]
+RULES += [
+    dict(rule="update_scratchpad returns the pad it was given, not an equal copy", test="update-scratchpad-in-place-and-returned",
+         wrong="failure-returns-a-copy-of-the-pad"),
+]

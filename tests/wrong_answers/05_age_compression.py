@@ -1046,3 +1046,18 @@ RULES += [
     dict(rule="only the exact string save() returned resolves: not one with a space that int() ignores",
          test="result-store-unknown-reference", wrong="resolve-reads-the-number-with-int"),
 ]
+
+# The judge now hands back the test's own objects where the answer returns them, so identity
+# can be asked there as in Python: this answer scored full marks until then.
+WRONG_ANSWERS += [
+    dict(name="returns-the-input-when-nothing-is-old", cell="compress-history",
+         source=history_with().replace(
+             "    out = []\n",
+             '    if not any(m["role"] == "tool" and step - m["step"] > keep_full_for for m in messages):\n'
+             "        return messages  # the input list itself\n    out = []\n"),
+         fails=["compress-history-input-unchanged"]),
+]
+RULES += [
+    dict(rule="compress_history returns a new list even when nothing is old enough", test="compress-history-input-unchanged",
+         wrong="returns-the-input-when-nothing-is-old"),
+]
