@@ -7,7 +7,9 @@ kernels, is graded for real in test_lessons.py and test_autograder_grade.py.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import enum
 import functools
 import math
 import socket
@@ -96,14 +98,47 @@ def test_plain_values_cross_as_plain_data():
     assert math.isnan(codec.decode(codec.encode(float("nan")), None))
 
 
-def test_subclasses_of_plain_types_travel_as_references_not_as_lies():
+def test_a_librarys_subclass_of_a_plain_type_crosses_as_the_data_it_holds(pair_of):
+    """``numpy.float64`` is a float, an ``OrderedDict`` a dict: a right answer that returns one
+    passes ``isinstance`` and ``==`` in the learner's kernel, so it must in the judge too."""
+    numpy = pytest.importorskip("numpy")
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    values = {"mean": lambda: numpy.mean([1.0, 2.0]), "ordered": lambda: collections.OrderedDict(b=1, a=2),
+              "counts": lambda: collections.Counter("aab"), "level": lambda: Level.HIGH,
+              "nested": lambda: {"rows": [collections.defaultdict(int, x=numpy.float64(0.5))]}}
+    mean, ordered, counts, level, nested = pair_of(**values).names(*values)
+    got = mean()
+    assert type(got) is float and got == 1.5
+    got = ordered()
+    assert type(got) is dict and list(got.items()) == [("b", 1), ("a", 2)]
+    assert counts() == {"a": 2, "b": 1} and type(level()) is int and level() == 3
+    assert nested() == {"rows": [{"x": 0.5}]} and type(nested()["rows"][0]["x"]) is float
+
+
+def test_a_subclass_crosses_as_its_data_not_as_what_its_overrides_say():
     class Lying(int):
         def __eq__(self, other):
             return True
 
+        def __int__(self):
+            return 99
+
         __hash__ = int.__hash__
 
-    encoded = Codec("learner").encode(Lying(3))
+    class Hiding(list):
+        def __iter__(self):
+            return iter([1, 2, 3])
+
+    codec = Codec("learner")
+    assert codec.encode(Lying(3)) == 3 and codec.encode(Hiding()) == []
+
+
+def test_a_learners_own_subclass_of_a_plain_type_is_a_handle_with_its_methods():
+    Budget = type("Budget", (dict,), {"__module__": "__main__", "room": lambda self: self["window"] - 1})
+    encoded = Codec("learner").encode(Budget(window=10))
     assert encoded["$"] == "ref"
 
 

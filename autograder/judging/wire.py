@@ -12,6 +12,11 @@ How values are encoded (:meth:`Codec.encode`):
 * ``list`` and ``tuple``: as a JSON list (a tuple arrives as a list);
 * a ``dict`` with ``str`` keys (and no key ``"$"``): as a JSON object; any other ``dict`` as
   ``{"$": "dict", "items": [[key, value], ...]}``; a ``set`` as ``{"$": "set", ...}``;
+* an instance of a library's subclass of one of those types (``numpy.float64``, an
+  ``IntEnum`` or ``StrEnum`` member, ``OrderedDict``, ``defaultdict``, ``Counter``): as the
+  data it holds, read with the built-in type's own methods (:func:`plain_data`), so it
+  compares as Python compares it and no method it overrides decides what crosses; a class
+  defined in the learner's notebook (``__main__``) travels as a reference, with its methods;
 * a tiktoken encoding: by its name, so the other side uses its own copy;
 * an instance of a ``ctxlab`` dataclass whose fields are all plain data: by value
   (``{"$": "dataclass", "type": "ctxlab.budget.ContextBudget", "fields": {...}}``);
@@ -132,6 +137,9 @@ class Codec:
                                            for k, v in value.items()]}
         if type(value) in (set, frozenset):
             return {"$": "set", "items": [self.encode(v, depth + 1) for v in value]}
+        plain = plain_data(value)
+        if plain is not _NOT_PLAIN:
+            return self.encode(plain, depth)
         if isinstance(value, BaseException):
             return self.error(value)
         if _is_encoding(value):
@@ -210,6 +218,44 @@ class Codec:
         for name, value in values.items():
             object.__setattr__(instance, name, value)
         return instance
+
+
+_NOT_PLAIN = object()
+_PLAIN_BASES = (bool, int, float, str, list, tuple, dict, set, frozenset)
+
+
+def plain_data(value: Any) -> Any:
+    """The data a library's subclass of a built-in type holds, as that built-in type, read with
+    the built-in type's own methods (an override cannot change it); ``_NOT_PLAIN`` for anything
+    else, and for a class defined in ``__main__`` (a learner's own, sent as a reference).
+
+    >>> import collections, enum
+    >>> class Level(enum.IntEnum):
+    ...     HIGH = 3
+    >>> Level.__module__ = "levels"
+    >>> plain_data(Level.HIGH), type(plain_data(Level.HIGH)).__name__
+    (3, 'int')
+    >>> plain_data(collections.OrderedDict(a=1)), plain_data(collections.Counter("aab"))
+    ({'a': 1}, {'a': 2, 'b': 1})
+    """
+    kind = type(value)
+    if kind in _PLAIN_BASES or getattr(kind, "__module__", "__main__") == "__main__":
+        return _NOT_PLAIN
+    if isinstance(value, int):  # bool cannot be subclassed: an int subclass is not a bool
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, dict):
+        return dict(dict.items(value))
+    if isinstance(value, list):
+        return list(list.__iter__(value))
+    if isinstance(value, tuple):
+        return list(tuple.__iter__(value))
+    if isinstance(value, (set, frozenset)):
+        return set(frozenset.__iter__(value) if isinstance(value, frozenset) else set.__iter__(value))
+    return _NOT_PLAIN
 
 
 def _holds_ref(encoded: Any) -> bool:
