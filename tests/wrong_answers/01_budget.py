@@ -723,3 +723,92 @@ RULES += [
     dict(rule="a scratchpad of 0 tokens at a cap of 0 is exactly at its cap, so it is allowed",
          test="budget-scratchpad-at-cap", wrong="a-zero-cap-refuses-an-empty-scratchpad"),
 ]
+
+# Another probe round: each broke a stated rule with full marks, and now fails the named test.
+WRONG_ANSWERS += [
+    # count_chat
+    dict(name="name-extra-token-once-per-list", cell="count-chat",
+         source=count_chat(name_extra=0).replace(
+             "    return total",
+             '    if any(m.get("name") is not None for m in messages):\n'
+             "        total += 1  # the name token\n"
+             "    return total"),
+         fails=["count-chat-name"]),
+    dict(name="strips-the-text", cell="count-chat", source=count_chat(text="value.strip()"),
+         fails=["count-chat-every-string-field"]),
+    dict(name="strips-the-arguments", cell="count-chat",
+         source=count_chat(tool_calls=COUNTED_CALLS.replace('call["function"]["arguments"]',
+                                                             'call["function"]["arguments"].strip()')),
+         fails=["count-chat-tool-calls"]),
+    dict(name="removes-call-id-and-type-from-the-input", cell="count-chat",
+         source=count_chat(tool_calls=COUNTED_CALLS.replace(
+             "for call in value:\n",
+             'for call in value:\n                    call.pop("id", None)  # not counted\n'
+             '                    call.pop("type", None)\n')),
+         fails=["count-chat-course-keys"]),
+    dict(name="deletes-none-values-from-the-input", cell="count-chat",
+         source=count_chat().replace(
+             "        total += 3\n",
+             "        total += 3\n"
+             "        for key in [k for k, v in message.items() if v is None]:\n"
+             "            del message[key]  # None counts nothing\n"),
+         fails=["count-chat-course-keys"]),
+    dict(name="turns-none-content-into-empty-text", cell="count-chat",
+         source=count_chat().replace(
+             "        total += 3\n",
+             "        total += 3\n"
+             '        if message.get("content", "") is None:\n'
+             '            message["content"] = ""  # None counts nothing\n'),
+         fails=["count-chat-course-keys"]),
+    dict(name="other-fields-with-the-default-encoding", cell="count-chat",
+         source=count_chat().replace(
+             "total += len(enc.encode_ordinary(value))",
+             'total += len(enc.encode_ordinary(value)) if key in ("role", "content") else ctxlab.count_text(value)'),
+         fails=["count-chat-uses-given-encoding"]),
+    dict(name="name-with-the-default-encoding", cell="count-chat",
+         source=count_chat().replace(
+             "total += len(enc.encode_ordinary(value))",
+             'total += ctxlab.count_text(value) if key == "name" else len(enc.encode_ordinary(value))'),
+         fails=["count-chat-uses-given-encoding"]),
+    dict(name="ignores-a-real-given-encoding", cell="count-chat",
+         source=count_chat().replace(
+             "enc = enc or ctxlab.encoding()",
+             'enc = ctxlab.encoding() if enc is None or hasattr(enc, "encode") else enc  # tiktoken: cl100k_base'),
+         fails=["count-chat-uses-given-encoding"]),
+    # ContextBudget.history_allowance
+    dict(name="error-omits-a-zero-scratchpad", cell="context-budget",
+         source=budget(message='f"window {self.window} reserved output {self.reserve_output} fixed prefix "\n'
+                               '                f"{fixed_tokens}" + (f" scratchpad {scratchpad_tokens}" if scratchpad_tokens else "")'),
+         fails=["budget-error-gives-numbers"]),
+    dict(name="zero-allowance-error-without-numbers", cell="context-budget",
+         source=budget().replace(
+             "        if allowance <= 0:\n",
+             "        if allowance == 0:\n"
+             '            raise ctxlab.BudgetError("the fixed parts fill the window exactly: no room left for history")\n'
+             "        if allowance <= 0:\n"),
+         fails=["budget-error-gives-numbers"]),
+]
+RULES += [
+    dict(rule="every message that has a name costs its own extra token, not one per list", test="count-chat-name",
+         wrong="name-extra-token-once-per-list"),
+    dict(rule="each string field is counted as it is, leading spaces and newlines too",
+         test="count-chat-every-string-field", wrong="strips-the-text"),
+    dict(rule="a call's arguments string is counted as it is, its surrounding whitespace too",
+         test="count-chat-tool-calls", wrong="strips-the-arguments"),
+    dict(rule="the messages given are left unchanged: a call's id and type are skipped, not removed",
+         test="count-chat-course-keys", wrong="removes-call-id-and-type-from-the-input"),
+    dict(rule="the messages given are left unchanged: None values are skipped, not deleted",
+         test="count-chat-course-keys", wrong="deletes-none-values-from-the-input"),
+    dict(rule="the messages given are left unchanged: a None content stays None",
+         test="count-chat-course-keys", wrong="turns-none-content-into-empty-text"),
+    dict(rule="every string field (tool_call_id too) is tokenized with the enc given",
+         test="count-chat-uses-given-encoding", wrong="other-fields-with-the-default-encoding"),
+    dict(rule="a name is tokenized with the enc given", test="count-chat-uses-given-encoding",
+         wrong="name-with-the-default-encoding"),
+    dict(rule="the enc given is used whatever encoding it is, a real tiktoken one too",
+         test="count-chat-uses-given-encoding", wrong="ignores-a-real-given-encoding"),
+    dict(rule="the impossible-budget error gives all four numbers, a scratchpad of 0 too",
+         test="budget-error-gives-numbers", wrong="error-omits-a-zero-scratchpad"),
+    dict(rule="an allowance of exactly 0 is refused with the same numbers in its error",
+         test="budget-error-gives-numbers", wrong="zero-allowance-error-without-numbers"),
+]
