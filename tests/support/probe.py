@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, as conftest.py does
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: autograder, as pytest finds it
 from support.pipeline import (  # noqa: E402
     REPO,
     _judged,
