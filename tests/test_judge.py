@@ -91,7 +91,8 @@ def pair_of():
 def test_plain_values_cross_as_plain_data():
     codec = Codec("judge")
     value = {"role": "tool", "n": 3, "x": 1.5, "ok": True, "none": None, "pair": (1, [2, 3])}
-    assert codec.decode(codec.encode(value), None) == {**value, "pair": [1, [2, 3]]}
+    back = codec.decode(codec.encode(value), None)
+    assert back == value and type(back["pair"]) is tuple and type(back["pair"][1]) is list
     assert codec.decode(codec.encode({1: "a", (2, 3): "b"}), None) == {1: "a", (2, 3): "b"}
     assert codec.decode(codec.encode({"$": "not a tag"}), None) == {"$": "not a tag"}
     assert codec.decode(codec.encode({1, 2}), None) == {1, 2}
@@ -140,6 +141,50 @@ def test_a_learners_own_subclass_of_a_plain_type_is_a_handle_with_its_methods():
     Budget = type("Budget", (dict,), {"__module__": "__main__", "room": lambda self: self["window"] - 1})
     encoded = Codec("learner").encode(Budget(window=10))
     assert encoded["$"] == "ref"
+
+
+def test_one_object_in_two_places_arrives_as_one_object():
+    codec = Codec("judge")
+    message = {"role": "user", "content": "hi"}
+    pad = ctxlab.Scratchpad(goal="g", done=["a"])
+    back = codec.decode(codec.encode([message, message, {"again": message}, (pad, pad.done, pad)]), _encoding)
+    assert back[0] is back[1] is back[2]["again"] and back[0] == message and back[0] is not message
+    assert back[3][0] is back[3][2] and back[3][1] is back[3][0].done
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ChannelError, match="nested"):
+        codec.encode(loop)  # a value that holds itself is still refused, not sent as a loop
+
+
+def test_a_dataclass_sent_as_a_reference_numbers_none_of_its_fields():
+    """A ctxlab dataclass holding a function travels as a reference: the containers met while
+    trying to send it by value were not sent, so the numbering of what follows still agrees."""
+    codec = Codec("judge")
+    shared = [1, 2]
+    replay = ctxlab.ReplayResult("r", [], {"goal": "g"}, {"goal": 0})
+    object.__setattr__(replay, "probes", {"goal": shared, "f": len})
+    encoded = codec.encode([replay, shared, shared])
+    assert encoded[0]["$"] == "ref" and encoded[1] == [1, 2] and encoded[2] == {"$": "same", "n": 1}
+
+
+@pytest.mark.parametrize("bad", [
+    [{"$": "same", "n": 5}, [1]],  # names nothing sent yet
+    [{"$": "same", "n": 0}],  # names the list it is in, not complete
+    [[1], {"$": "same", "n": "0"}],  # not a number
+])
+def test_a_same_that_names_no_complete_object_is_refused(bad):
+    with pytest.raises(ChannelError, match="not sent before"):
+        Codec("judge").decode(bad, None)
+
+
+def test_the_learner_sees_one_object_where_the_test_passed_one(pair_of):
+    """``[m, m]`` is one message in two places: an answer that counts each object once sees the
+    repeat as Python would show it, and ``f(x, x)`` gets one object twice."""
+    (distinct, same) = pair_of(distinct=lambda messages: len({id(m) for m in messages}),
+                               same=lambda a, b, *, c: [a is b, b is c]).names("distinct", "same")
+    message = {"role": "user", "content": "hi"}
+    assert distinct([message, message]) == 1 and distinct([message, dict(message)]) == 2
+    assert same(message, message, c=message) == [True, True] and same(message, dict(message), c=message) == [False, False]
 
 
 def test_values_nested_too_deep_are_refused():
@@ -207,10 +252,20 @@ def test_a_learner_function_is_called_with_copies_and_returns_data(pair_of):
     assert type(got) is int and got == 2
 
 
-def test_tuples_arrive_as_lists(pair_of):
-    (remote,) = pair_of(split=lambda xs: (xs[:1], xs[1:])).names("split")
-    kept, dropped = remote([1, 2, 3])
-    assert (kept, dropped) == ([1], [2, 3])
+def test_tuples_arrive_as_tuples_and_lists_as_lists(pair_of):
+    """``(kept, dropped)`` unpacks as before, and an answer that returns a tuple where the
+    exercise asks for a list fails ``== [...]`` in the judge as it does in the learner's kernel."""
+    split, names = pair_of(split=lambda xs: (xs[:1], xs[1:]), names=lambda: ("a", "b")).names("split", "names")
+    kept, dropped = split([1, 2, 3])
+    assert (kept, dropped) == ([1], [2, 3]) and type(split([1])) is tuple
+    assert names() == ("a", "b") and names() != ["a", "b"]
+
+
+def test_a_tuple_that_holds_the_tests_own_objects_holds_them_in_the_judge(pair_of):
+    (fit,) = pair_of(fit=lambda messages: (messages[1:], messages[:1])).names("fit")
+    messages = [{"role": "user"}, {"role": "assistant"}]
+    kept, dropped = fit(messages)
+    assert kept[0] is messages[1] and dropped[0] is messages[0]
 
 
 def test_mutations_of_arguments_are_copied_back(pair_of):

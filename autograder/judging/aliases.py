@@ -138,7 +138,7 @@ def _step(node: Any, segment: Any) -> Any:
     """``node``'s child at ``segment``, or ``MISSING``; only containers of the codec's kinds
     are followed, and only by index, key or dataclass field (never another attribute)."""
     kind = type(node)
-    if kind is list and type(segment) is int and 0 <= segment < len(node):
+    if (kind is list or kind is tuple) and type(segment) is int and 0 <= segment < len(node):
         return node[segment]
     if kind is dict and type(segment) is str and segment in node:
         return node[segment]
@@ -196,13 +196,23 @@ def _update(target: Any, fresh: Any) -> None:
             object.__setattr__(target, f.name, getattr(fresh, f.name))
 
 
-def _put(value: Any, path: Path, obj: Any) -> None:
-    parent = at(value, path[:-1])
-    key = path[-1]
-    if type(parent) in (list, dict):
-        parent[key] = obj
+def _replace(value: Any, path: Path, obj: Any) -> Any:
+    """``value`` with ``obj`` at ``path``: containers on the way are changed in place, and a
+    tuple on the way (which cannot be) is made again with the new item."""
+    if not path:
+        return obj
+    child = _step(value, path[0])
+    new = _replace(child, path[1:], obj)
+    if new is child:
+        return value
+    kind = type(value)
+    if kind is tuple:
+        return value[:path[0]] + (new,) + value[path[0] + 1:]
+    if kind is list or kind is dict:
+        value[path[0]] = new
     else:
-        object.__setattr__(parent, key, obj)
+        object.__setattr__(value, path[0], new)
+    return value
 
 
 def well_formed(aliases: Any) -> list:
@@ -229,14 +239,14 @@ def restore(fresh: Any, aliases: list, originals: Callable[[int | str, Path], An
     for path, which, origin in sorted(aliases, key=lambda entry: -len(entry[0])):
         target = originals(which, origin)
         node = at(fresh, path)
-        if target is MISSING or node is MISSING or node is target:
+        if target is MISSING or node is MISSING or node is target or type(node) is not type(target):
             continue
-        if not _container(target) or type(node) is not type(target):
+        if type(target) is tuple:  # cannot change: taken only when it holds the same data
+            if not same_data(node, target):
+                continue
+        elif not _container(target):
             continue
-        if not same_data(node, target):
+        elif not same_data(node, target):
             _update(target, node)
-        if not path:
-            fresh = target
-        else:
-            _put(fresh, path, target)
+        fresh = _replace(fresh, path, target)
     return fresh

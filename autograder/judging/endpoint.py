@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .aliases import MISSING, Origins, at, restore, same_data, well_formed
-from .wire import ChannelError, Codec, Peer
+from .wire import ChannelError, Codec, Peer, Shared, Sharing
 
 __all__ = ["Endpoint", "Remote", "SPECIALS"]
 
@@ -103,8 +103,9 @@ class Endpoint:
             self._running.pop()
 
     def call(self, target: dict, args: tuple, kwargs: dict, method: str | None = None) -> Any:
-        enc_args = [self.encode(a) for a in args]
-        enc_kwargs = {str(k): self.encode(v) for k, v in kwargs.items()}
+        shared = Sharing()  # one object passed twice (f(x, x), [m, m]) arrives as one object
+        enc_args = [self.codec.encode(a, shared=shared) for a in args]
+        enc_kwargs = {str(k): self.codec.encode(v, shared=shared) for k, v in kwargs.items()}
         self._running.append(self.answers.get(target.get("id")))
         try:
             reply = self.request({"op": "call", "target": target, "method": method,
@@ -209,8 +210,9 @@ class Endpoint:
         raw_args, raw_kwargs = message.get("args"), message.get("kwargs")
         if type(raw_args) is not list or type(raw_kwargs) is not dict:
             raise ChannelError("a call arrived without a list of arguments")
-        args = [self.decode(a) for a in raw_args]
-        kwargs = {str(k): self.decode(v) for k, v in raw_kwargs.items()}
+        shared = Shared()
+        args = [self.codec.decode(a, self.encoding_loader, shared=shared) for a in raw_args]
+        kwargs = {str(k): self.codec.decode(v, self.encoding_loader, shared=shared) for k, v in raw_kwargs.items()}
         origins = None if self.guarded else Origins(args, kwargs)
         value = target(*args, **kwargs)
         reply = {"ok": True, "value": self.encode(value)}

@@ -9,7 +9,8 @@ whose every use is a request back over the channel.
 How values are encoded (:meth:`Codec.encode`):
 
 * ``None``, ``bool``, ``int``, ``float``, ``str``: as they are;
-* ``list`` and ``tuple``: as a JSON list (a tuple arrives as a list);
+* ``list``: as a JSON list; ``tuple``: as ``{"$": "tuple", "items": [...]}``, so a tuple
+  arrives as a tuple and a list as a list (``(1, 2) == [1, 2]`` is false in Python);
 * a ``dict`` with ``str`` keys (and no key ``"$"``): as a JSON object; any other ``dict`` as
   ``{"$": "dict", "items": [[key, value], ...]}``; a ``set`` as ``{"$": "set", ...}``;
 * an instance of a library's subclass of one of those types (``numpy.float64``, an
@@ -23,9 +24,16 @@ How values are encoded (:meth:`Codec.encode`):
 * an exception: its type's name, the names of its classes and its message;
 * anything else (functions, classes, other objects): a reference.
 
+One object met twice in what is sent together (a value, or a call's arguments) is sent once:
+its later places hold ``{"$": "same", "n": k}``, the number of the list, dict, set or
+dataclass in the order the containers were sent, so the other side gets one object in both
+places, as Python would (``[m, m]`` is two places of one message, not two messages).
+
 >>> codec = Codec("judge")
->>> codec.encode({"role": "user", "content": "hi", "step": (1, 2)})
+>>> codec.encode({"role": "user", "content": "hi", "step": [1, 2]})
 {'role': 'user', 'content': 'hi', 'step': [1, 2]}
+>>> codec.decode(codec.encode((1, [2])), None)
+(1, [2])
 >>> codec.decode(codec.encode({3: "x"}), None)
 {3: 'x'}
 >>> codec.encode(len)["$"], codec.encode(len)["owner"]
@@ -49,7 +57,7 @@ from typing import Any
 
 from .errors import mro_names
 
-__all__ = ["Codec", "Peer", "ChannelError", "RemoteError", "MAX_MESSAGE", "MAX_DEPTH"]
+__all__ = ["Codec", "Peer", "ChannelError", "RemoteError", "Sharing", "Shared", "MAX_MESSAGE", "MAX_DEPTH"]
 
 MAX_MESSAGE = 64 * 1024 * 1024
 MAX_DEPTH = 200
@@ -120,38 +128,61 @@ class Codec:
 
     # ------------------------------------------------------------------ values
 
-    def encode(self, value: Any, depth: int = 0) -> Any:
+    def encode(self, value: Any, depth: int = 0, shared: Sharing | None = None) -> Any:
+        """``value`` as plain data; ``shared`` numbers the containers of everything sent together
+        (a fresh one for ``value`` alone when not given)."""
+        if shared is None:
+            shared = Sharing()
         if depth > MAX_DEPTH:
             raise ChannelError(f"a value nested more than {MAX_DEPTH} levels deep cannot be sent")
         if value is None or type(value) in (bool, int, str):
             return value
         if type(value) is float:
             return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
+        kind = type(value)
+        container = kind in (list, tuple, dict, set, frozenset)
+        if container:
+            again = shared.again(value)
+            if again is not None:
+                return again
+            shared.open(value)
         # Strings, the commonest leaves, are taken as they are without a call of their own.
-        if type(value) in (list, tuple):
-            return [v if type(v) is str else self.encode(v, depth + 1) for v in value]
-        if type(value) is dict:
+        if kind is list:
+            out: Any = [v if type(v) is str else self.encode(v, depth + 1, shared) for v in value]
+        elif kind is tuple:
+            out = {"$": "tuple", "items": [v if type(v) is str else self.encode(v, depth + 1, shared) for v in value]}
+        elif kind is dict:
             if all(type(k) is str for k in value) and "$" not in value:
-                return {k: v if type(v) is str else self.encode(v, depth + 1) for k, v in value.items()}
-            return {"$": "dict", "items": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
-                                           for k, v in value.items()]}
-        if type(value) in (set, frozenset):
-            return {"$": "set", "items": [self.encode(v, depth + 1) for v in value]}
+                out = {k: v if type(v) is str else self.encode(v, depth + 1, shared) for k, v in value.items()}
+            else:
+                out = {"$": "dict", "items": [[self.encode(k, depth + 1, shared), self.encode(v, depth + 1, shared)]
+                                              for k, v in value.items()]}
+        elif kind is set or kind is frozenset:
+            out = {"$": "set", "items": [self.encode(v, depth + 1, shared) for v in value]}
+        if container:
+            shared.close(value)
+            return out
         plain = plain_data(value)
         if plain is not _NOT_PLAIN:
-            return self.encode(plain, depth)
+            return self.encode(plain, depth, shared)
         if isinstance(value, BaseException):
             return self.error(value)
         if _is_encoding(value):
             return {"$": "encoding", "name": value.name}
         if (dataclasses.is_dataclass(value) and not isinstance(value, type)
                 and type(value).__module__.split(".")[0] == "ctxlab"):
+            again = shared.again(value)
+            if again is not None:
+                return again
+            mark = shared.open(value)
             fields = {}
             for f in dataclasses.fields(value):
-                encoded = self.encode(getattr(value, f.name), depth + 1)
+                encoded = self.encode(getattr(value, f.name), depth + 1, shared)
                 if _holds_ref(encoded):
+                    shared.rollback(mark)  # sent as a reference: none of its containers were sent
                     return self.ref(value)
                 fields[f.name] = encoded
+            shared.close(value)
             cls = type(value)
             return {"$": "dataclass", "type": f"{cls.__module__}.{cls.__qualname__}", "fields": fields}
         return self.ref(value)
@@ -161,23 +192,52 @@ class Codec:
         return {"$": "error", "type": type(err).__name__[:200], "mro": mro,
                 "module": type(err).__module__[:200], "message": self.describe_error(err)[:4000]}
 
-    def decode(self, data: Any, encoding_loader: Callable[[str], Any] | None, depth: int = 0) -> Any:
+    def decode(self, data: Any, encoding_loader: Callable[[str], Any] | None, depth: int = 0,
+               shared: Shared | None = None) -> Any:
+        """What :meth:`encode` sent; ``shared`` as there (the same sequence of values)."""
+        if shared is None:
+            shared = Shared()
         if depth > MAX_DEPTH:
             raise ChannelError(f"a value nested more than {MAX_DEPTH} levels deep was received")
         if data is None or type(data) in (bool, int, float, str):
             return data
         if type(data) is list:
-            return [v if type(v) is str else self.decode(v, encoding_loader, depth + 1) for v in data]
+            out: list = []
+            k = shared.open(out)
+            out.extend(v if type(v) is str else self.decode(v, encoding_loader, depth + 1, shared) for v in data)
+            shared.close(k)
+            return out
         if type(data) is not dict:
             raise ChannelError(f"received a value of type {type(data).__name__}")
         tag = data.get("$")
         if tag is None:
-            return {k: v if type(v) is str else self.decode(v, encoding_loader, depth + 1) for k, v in data.items()}
+            plain: dict = {}
+            k = shared.open(plain)
+            for key, v in data.items():
+                plain[key] = v if type(v) is str else self.decode(v, encoding_loader, depth + 1, shared)
+            shared.close(k)
+            return plain
+        if tag == "same":
+            return shared.get(data.get("n"))
         if tag == "dict":
-            return {_hashable(self.decode(k, encoding_loader, depth + 1)): self.decode(v, encoding_loader, depth + 1)
-                    for k, v in _pairs(data.get("items"))}
+            mixed: dict = {}
+            k = shared.open(mixed)
+            for key, v in _pairs(data.get("items")):
+                key = _hashable(self.decode(key, encoding_loader, depth + 1, shared))
+                mixed[key] = self.decode(v, encoding_loader, depth + 1, shared)
+            shared.close(k)
+            return mixed
+        if tag == "tuple":
+            k = shared.open(None)
+            items = tuple(v if type(v) is str else self.decode(v, encoding_loader, depth + 1, shared)
+                          for v in _items(data.get("items")))
+            shared.close(k, items)
+            return items
         if tag == "set":
-            return {_hashable(self.decode(v, encoding_loader, depth + 1)) for v in _items(data.get("items"))}
+            k = shared.open(None)
+            items = {_hashable(self.decode(v, encoding_loader, depth + 1, shared)) for v in _items(data.get("items"))}
+            shared.close(k, items)
+            return items
         if tag == "float":
             if data.get("v") not in ("nan", "inf", "-inf"):
                 raise ChannelError("received a malformed float")
@@ -187,7 +247,10 @@ class Codec:
                 raise ChannelError("received an encoding this side cannot load")
             return encoding_loader(data["name"])
         if tag == "dataclass":
-            return self._dataclass(data, encoding_loader, depth)
+            k = shared.open(None)
+            instance = self._dataclass(data, encoding_loader, depth, shared)
+            shared.close(k, instance)
+            return instance
         if tag == "error":
             return self.make_error(data)
         if tag == "ref":
@@ -196,7 +259,7 @@ class Codec:
             return self.make_proxy(data)
         raise ChannelError(f"received an unknown tag {str(tag)[:40]!r}")
 
-    def _dataclass(self, data: dict, encoding_loader, depth: int) -> Any:
+    def _dataclass(self, data: dict, encoding_loader, depth: int, shared: Shared) -> Any:
         path = str(data.get("type", ""))
         module_name, _, qualname = path.rpartition(".")
         if module_name.split(".")[0] != "ctxlab" or "." in qualname:
@@ -210,7 +273,7 @@ class Codec:
         fields = data.get("fields")
         if type(fields) is not dict:
             raise ChannelError("received a malformed dataclass")
-        values = {k: self.decode(v, encoding_loader, depth + 1) for k, v in fields.items()}
+        values = {k: self.decode(v, encoding_loader, depth + 1, shared) for k, v in fields.items()}
         known = {f.name: f for f in dataclasses.fields(cls)}
         if set(values) - set(known):
             raise ChannelError(f"received unknown fields for {path[:80]!r}")
@@ -219,6 +282,65 @@ class Codec:
             object.__setattr__(instance, name, value)
         return instance
 
+
+class Sharing:
+    """The sending side's numbers for the containers of what is sent together (see the module's
+    docstring): each list, tuple, dict, set and by-value dataclass gets the next number as it
+    starts; one met again once it is complete is sent as ``{"$": "same", "n": k}``. Everything
+    numbered is held until the message is sent, so no id is reused meanwhile."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, int] = {}
+        self.complete: set[int] = set()
+        self.held: list[Any] = []
+
+    def again(self, value: Any) -> dict | None:
+        k = self.numbers.get(id(value))
+        if k is None or k not in self.complete:
+            return None  # new, or one that holds itself (refused as too deep, as before)
+        return {"$": "same", "n": k}
+
+    def open(self, value: Any) -> int:
+        k = len(self.held)
+        self.numbers[id(value)] = k
+        self.held.append(value)
+        return k
+
+    def close(self, value: Any) -> None:
+        self.complete.add(self.numbers[id(value)])
+
+    def rollback(self, mark: int) -> None:
+        """Forget every number from ``mark`` on (what was numbered will not be sent)."""
+        for value in self.held[mark:]:
+            k = self.numbers.get(id(value))
+            if k is not None and k >= mark:
+                del self.numbers[id(value)]
+                self.complete.discard(k)
+        del self.held[mark:]
+
+
+class Shared:
+    """The receiving side's containers of what was sent together, by their numbers (see
+    :class:`Sharing`): a ``same`` names one that is complete, or the message is malformed."""
+
+    def __init__(self) -> None:
+        self.objects: list[Any] = []
+        self.complete: list[bool] = []
+
+    def open(self, value: Any) -> int:
+        self.objects.append(value)
+        self.complete.append(False)
+        return len(self.objects) - 1
+
+    def close(self, k: int, value: Any = None) -> None:
+        if value is not None:
+            self.objects[k] = value
+        self.complete[k] = True
+
+    def get(self, n: Any) -> Any:
+        if type(n) is not int or not 0 <= n < len(self.objects) or not self.complete[n]:
+            raise ChannelError("received a reference to an object that was not sent before it")
+        return self.objects[n]
 
 _NOT_PLAIN = object()
 _PLAIN_BASES = (bool, int, float, str, list, tuple, dict, set, frozenset)
@@ -252,7 +374,7 @@ def plain_data(value: Any) -> Any:
     if isinstance(value, list):
         return list(list.__iter__(value))
     if isinstance(value, tuple):
-        return list(tuple.__iter__(value))
+        return tuple(tuple.__iter__(value))
     if isinstance(value, (set, frozenset)):
         return set(frozenset.__iter__(value) if isinstance(value, frozenset) else set.__iter__(value))
     return _NOT_PLAIN
