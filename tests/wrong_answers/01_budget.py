@@ -816,34 +816,10 @@ RULES += [
 # One object in two places of a test's argument now reaches the learner's code as one object,
 # as in Python: this answer scored full marks until then.
 WRONG_ANSWERS += [
-    dict(name="counts-each-message-object-once", cell="count-chat", source='''
-def count_chat(messages, enc=None):
-    if enc is None:
-        enc = ctxlab.encoding()
-
-    def tokens(text):
-        return len(enc.encode_ordinary(text))
-
-    total = 3  # reply priming
-    seen = set()
-    for message in messages:
-        if id(message) in seen:
-            continue
-        seen.add(id(message))
-        total += 3  # framing of every message
-        for key, value in message.items():
-            if key in ("step", "pinned") or value is None:
-                continue
-            if key == "tool_calls":
-                for call in value:
-                    function = call["function"]
-                    total += 3 + tokens(function["name"]) + tokens(function["arguments"])
-            else:
-                total += tokens(value)
-                if key == "name":
-                    total += 1
-    return total
-''',
+    dict(name="counts-each-message-object-once", cell="count-chat",
+         source=count_chat().replace("    for message in messages:\n", "    seen = set()\n    for message in messages:\n"
+                                     "        if id(message) in seen:  # counted already\n            continue\n"
+                                     "        seen.add(id(message))\n"),
          fails=["count-chat-per-message-overhead"]),
 ]
 RULES += [

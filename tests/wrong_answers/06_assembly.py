@@ -944,37 +944,10 @@ RULES += [
 
 # Tuples now cross to the judge as tuples, as in Python: these answers scored full marks until then.
 WRONG_ANSWERS += [
-    dict(name="probes-kept-as-a-tuple", cell="policy-row", source='''
-def policy_row(result):
-    tokens = [lap.tokens for lap in result.laps]
-    kept = []
-    for name in result.probes:
-        start = result.first_seen.get(name)
-        later = [lap for lap in result.laps if start is not None and lap.lap >= start]
-        if later and all(lap.probes.get(name) for lap in later):
-            kept.append(name)
-    return {
-        "policy": result.policy,
-        "peak tokens": max(tokens),
-        "billed input": sum(tokens),
-        "prefix reused": sum(lap.reused for lap in result.laps) / sum(tokens),
-        "probes kept": tuple(kept),
-    }
-''', fails=["policy-row-visible"]),
-    dict(name="missing-names-as-tuples", cell="missing-by-lap", source='''
-def missing_by_lap(result):
-    missing = {}
-    for index, record in enumerate(result.laps):
-        names = [
-            name
-            for name in result.probes
-            if result.first_seen.get(name) is not None
-            and record.lap >= result.first_seen[name]
-            and not record.probes.get(name)
-        ]
-        missing[record.lap] = tuple(names)
-    return missing
-''', fails=["missing-by-lap-visible"]),
+    dict(name="probes-kept-as-a-tuple", cell="policy-row",
+         source=row().replace('"probes kept": kept,', '"probes kept": tuple(kept),'), fails=["policy-row-visible"]),
+    dict(name="missing-names-as-tuples", cell="missing-by-lap", source=missing(STORE="missing[record.lap] = tuple(names)"),
+         fails=["missing-by-lap-visible"]),
 ]
 RULES += [
     dict(rule="'probes kept' is a list of names", test="policy-row-visible", wrong="probes-kept-as-a-tuple"),
