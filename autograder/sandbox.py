@@ -48,6 +48,7 @@ __all__ = [
 
 JUDGING_DIR = "/opt/ctxlab-grader"
 GRADING_SUMMARY_MODEL = "ctxlab-grading-summariser"  # CTXLAB_SUMMARY_MODEL in every grading kernel
+GRADING_OFFLINE_LABEL = "offline summary for grading"  # CTXLAB_OFFLINE_LABEL in every grading kernel
 JUDGING_PACKAGE = "ctxlab_judging"  # autograder/judging, mounted read-only in every grading kernel
 CHANNEL_DIR = "/run/judge"  # where the judge's socket is, in both kernels of one notebook
 SANDBOX_HOME = "/tmp/home"
@@ -251,6 +252,9 @@ class Sandbox:
             # Not ctxlab's default model: an answer that hard-codes the default's name instead of
             # asking ctxlab.summary_model() (which honours this variable) fails the test that says so.
             "CTXLAB_SUMMARY_MODEL": GRADING_SUMMARY_MODEL,
+            # ctxlab.get_client()'s offline summaries carry this label, so an answer told to use
+            # get_client() when no client is given cannot hard-code an OfflineSummariser() instead.
+            "CTXLAB_OFFLINE_LABEL": GRADING_OFFLINE_LABEL,
         }
 
 

@@ -54,6 +54,7 @@ from .offline import offline_summary
 __all__ = [
     "DEFAULT_MODEL",
     "MODEL_VARIABLE",
+    "OFFLINE_LABEL_VARIABLE",
     "summary_model",
     "get_client",
     "describe_client",
@@ -67,6 +68,12 @@ DEFAULT_MODEL = "gpt-4o-mini"
 
 MODEL_VARIABLE = "CTXLAB_SUMMARY_MODEL"
 """The environment variable that names the summariser model."""
+
+OFFLINE_LABEL_VARIABLE = "CTXLAB_OFFLINE_LABEL"
+"""The environment variable whose text :func:`get_client`'s offline summariser puts on the first
+line of each summary (unset: no label). The course's grader sets it, so a summary written by
+the client ``get_client()`` gives can be told from one written by an ``OfflineSummariser()``
+made by hand."""
 
 OFFLINE_MODEL = "ctxlab-offline-summariser"
 
@@ -88,14 +95,15 @@ def get_client(*, timeout: float = 60.0) -> Any:
     With ``OPENAI_API_KEY`` set it returns ``openai.OpenAI(api_key=..., base_url=
     OPENAI_BASE_URL or the default, timeout=timeout, max_retries=0)``: retries are left to
     :func:`complete`, which bounds them and reports the outcome. Without a key it returns an
-    :class:`OfflineSummariser`, so nothing reaches the network.
+    :class:`OfflineSummariser`, so nothing reaches the network; its summaries carry the label
+    ``CTXLAB_OFFLINE_LABEL`` names, when that is set.
 
     >>> type(get_client()).__name__ if not os.environ.get("OPENAI_API_KEY") else "OfflineSummariser"
     'OfflineSummariser'
     """
     key = os.environ.get("OPENAI_API_KEY")
     if not key:
-        return OfflineSummariser()
+        return OfflineSummariser(label=os.environ.get(OFFLINE_LABEL_VARIABLE) or None)
     try:
         import openai
     except ImportError as err:  # pragma: no cover - openai is a dependency of ctxlab
@@ -214,7 +222,8 @@ class OfflineSummariser:
     * OPEN QUESTIONS: the assistant's questions.
 
     A previous summary in the prompt is folded in: its lines are kept, and the new ones added
-    after them. The same prompt always gives the same reply. ``requests`` records each call's
+    after them. The same prompt always gives the same reply. With a ``label``, every summary
+    starts with that line, in parentheses. ``requests`` records each call's
     arguments (the latest :attr:`KEPT_REQUESTS` calls). The reply's ``usage`` counts tokens with ``cl100k_base``.
 
     >>> reply = OfflineSummariser().chat.completions.create(model="m", temperature=0, messages=[
@@ -227,18 +236,21 @@ class OfflineSummariser:
     KEPT_REQUESTS = 200
     """How many of the latest requests ``requests`` keeps: an agent's run may go on for thousands."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, label: str | None = None) -> None:
+        if label is not None and (not isinstance(label, str) or not label.strip() or "\n" in label):
+            raise ValueError(f"label must be one line of text or None, got {label!r}")
+        self.label = label
         self.requests: list[dict[str, Any]] = []
         # A function of the list, not a bound method: the client's parts never refer back to
         # it, so a dropped client is freed at once rather than by a full garbage collection.
-        self.chat = _Chat(functools.partial(_offline_create, self.requests, self.KEPT_REQUESTS))
+        self.chat = _Chat(functools.partial(_offline_create, self.requests, self.KEPT_REQUESTS, label))
 
     def __repr__(self) -> str:
-        return "OfflineSummariser()"
+        return f"OfflineSummariser(label={self.label!r})" if self.label else "OfflineSummariser()"
 
 
 def _offline_create(
-    requests: list[dict[str, Any]], kept: int, *, model: str, messages: Sequence[Message],
+    requests: list[dict[str, Any]], kept: int, label: str | None, *, model: str, messages: Sequence[Message],
     temperature: float | None = None, **options: Any,
 ) -> Completion:
     """``OfflineSummariser().chat.completions.create``: record the request (the last ``kept``
@@ -251,7 +263,7 @@ def _offline_create(
         (m.get("content") for m in reversed(messages) if m.get("role") == "user" and isinstance(m.get("content"), str)),
         "",
     )
-    return _completion(offline_summary(prompt), model=model, messages=messages)
+    return _completion(offline_summary(prompt, label=label), model=model, messages=messages)
 
 
 class ScriptedClient:

@@ -88,8 +88,11 @@ def _lap_key(lap: str) -> tuple[int, str]:
     return (int(lap), lap) if lap.isdigit() else (10**9, lap)
 
 
-def offline_summary(prompt: str) -> str:
+def offline_summary(prompt: str, *, label: str | None = None) -> str:
     """The summary :class:`ctxlab.OfflineSummariser` writes for a compaction prompt (by rules).
+
+    ``label``, when given, is the summary's first line, in parentheses (a previous summary's
+    label line is not folded in as a fact): it says which summariser wrote the summary.
 
     >>> print(offline_summary(compaction_prompt("[lap 4] assistant: Is the disk full? Checking df.")))
     FACTS:
@@ -109,6 +112,8 @@ def offline_summary(prompt: str) -> str:
         end = prompt.find(PRIOR_CLOSING, start)
         body = prompt[start:end if end != -1 else len(prompt)]
         prior = body.partition("\n")[2]
+        if label:
+            prior = "\n".join(line for line in prior.splitlines() if line.strip() != f"({label})")
     steps_at = prompt.find(STEPS_HEADING, max(start, 0))
     steps = prompt[steps_at + len(STEPS_HEADING):] if steps_at != -1 else ""
 
@@ -156,5 +161,7 @@ def offline_summary(prompt: str) -> str:
     for section in SECTIONS:
         bullets = list(dict.fromkeys(sections[section]))
         lines += [f"{section}:", *(bullets or ["- none"])]
+    if label:
+        lines.insert(0, f"({label})")
     cap = summary_cap(prompt)
     return bound_summary("\n".join(lines), cap) if cap else "\n".join(lines)

@@ -273,3 +273,26 @@ def test_a_dropped_offline_summariser_is_freed_at_once_and_keeps_its_latest_requ
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_get_client_labels_offline_summaries_when_told(monkeypatch):
+    """CTXLAB_OFFLINE_LABEL puts a first line on get_client()'s offline summaries (the grader
+    sets it, so a hand-made OfflineSummariser() can be told from it); folding a labelled
+    summary into the next one keeps one label line, not a fact per fold."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv(ctxlab.llm.OFFLINE_LABEL_VARIABLE, raising=False)
+    prompt = ctxlab.compaction_prompt("[lap 2] assistant: Use the EU mirror.")
+    ask = lambda client, text: client.chat.completions.create(  # noqa: E731
+        model="m", temperature=0, messages=[{"role": "user", "content": text}]).choices[0].message.content
+    plain = ask(ctxlab.get_client(), prompt)
+    assert plain == ask(ctxlab.OfflineSummariser(), prompt) and not plain.startswith("(")
+    monkeypatch.setenv(ctxlab.llm.OFFLINE_LABEL_VARIABLE, "graded run")
+    client = ctxlab.get_client()
+    assert repr(client) == "OfflineSummariser(label='graded run')"
+    labelled = ask(client, prompt)
+    assert labelled == f"(graded run)\n{plain}"
+    folded = ask(client, ctxlab.compaction_prompt("[lap 3] assistant: Mirror chosen.", prior_summary=labelled))
+    assert folded.splitlines()[0] == "(graded run)" and folded.count("graded run") == 1, folded
+    for bad in ("", "two\nlines", 3):
+        with pytest.raises(ValueError, match="label must be one line"):
+            ctxlab.OfflineSummariser(label=bad)
