@@ -25,6 +25,9 @@ the early-stopping ``fit`` against the floor.
 * **Early stop.** ``ctxlab.fit`` (newest first, counting only the pins and what it keeps) on
   a 5,000-message history of ``histories.history`` against ``contenders.floor`` (every
   message encoded once).
+* **Counting by pieces** (:mod:`ctxlab.pieces`) against ``encode_ordinary`` on every string of
+  a repeated run, warm (in order, one memory) and cold (memory emptied before each string).
+  The per-lap measurement is also run with the memory emptied before each lap.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ import measure
 
 import ctxlab
 from ctxlab.compression import _text_cut
+from ctxlab.pieces import PieceCounter, text_counter
 from ctxlab.tokens import _line_start_after, _line_start_before
 from ctxlab.transcripts import repeat_laps
 
 BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_max=1_000, summary_max=2_000)
-FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 40, "rounds": 5, "soak": 1_000, "fit_size": 5_000}
-QUICK = {"sizes": (60, 200), "laps_timed": 3, "rounds": 2, "soak": 30, "fit_size": 300}
+FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 40, "rounds": 5, "soak": 1_000, "fit_size": 5_000, "cold": 3_000}
+QUICK = {"sizes": (60, 200), "laps_timed": 3, "rounds": 2, "soak": 30, "fit_size": 300, "cold": 50}
 
 
 def _run(messages: int, *, unique: bool = True) -> tuple[list[dict], list[int]]:
@@ -136,14 +140,15 @@ def _aging_texts(record: list[dict], step: int) -> list[str]:
     return texts
 
 
-def _promised_lap(strings: list[str], aging: list[str], kept: list[dict], encoding) -> list[dict]:
-    """The least work a lap that keeps the Assembler's promises can do: encode the new messages
-    and what ages, then copy the prompt's messages for the caller (each dict, its tool calls
-    and their functions). No validation, grouping, allocation or log."""
+def _promised_lap(strings: list[str], aging: list[str], kept: list[dict], count) -> list[dict]:
+    """The least work a lap that keeps the Assembler's promises can do: count the new messages'
+    texts and what ages (``count``, the Assembler's own way of counting a text), then copy the
+    prompt's messages for the caller (each dict, its tool calls and their functions). No
+    validation, grouping, allocation or log."""
     for text in strings:
-        encoding.encode_ordinary(text)
+        count(text)
     for text in aging:
-        encoding.encode_ordinary(text)
+        count(text)
     prompt = []
     for message in kept:
         copy = message.copy()
@@ -153,35 +158,35 @@ def _promised_lap(strings: list[str], aging: list[str], kept: list[dict], encodi
     return prompt
 
 
-class _TimedEncoding:
-    """An encoding that adds up the seconds spent in ``encode_ordinary`` (everything else is
-    the wrapped encoding's): the share of a lap that is the tokenizer's own work. Its cost,
-    two clock reads per string, is in the lap it times (about 0.3 us a string)."""
+class _TimedCount:
+    """A text counter that adds up the seconds spent in it: the share of a lap that is
+    counting text (by pieces for cl100k_base, :mod:`ctxlab.pieces`; a piece not seen before
+    is encoded by tiktoken). Its cost, two clock reads per string, is in the lap it times
+    (about 0.3 us a string)."""
 
     def __init__(self, inner) -> None:
         self._inner = inner
-        self._pat_str = inner._pat_str
         self.seconds = 0.0
 
-    def encode_ordinary(self, text: str) -> list[int]:
+    def __call__(self, text: str) -> int:
         began = time.perf_counter()
-        tokens = self._inner.encode_ordinary(text)
+        tokens = self._inner(text)
         self.seconds += time.perf_counter() - began
         return tokens
 
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)
 
-
-def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1) -> dict:
+def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1, forget: bool = False) -> dict:
     """Median seconds of a lap at ``size`` messages: Assembler, build_context, encoding the new.
 
     ``rounds`` rounds of ``laps_timed`` consecutive laps: in each, the Assembler's laps, then
     encoding the same laps' new messages, each in its own pass, so neither runs in the caches
-    the other has just filled; the Assembler's lap also reports the time its tokenizer calls
-    took. ``build_context`` with state is timed on the first round's laps only, in a pass of
+    the other has just filled; the Assembler's lap also reports the time its text counts
+    took. Counting the new messages by pieces shares the Assembler's piece memory, which has
+    seen the same laps. ``build_context`` with state is timed on the first round's laps only, in a pass of
     its own (at 10,000 messages it is 50 ms of other work a lap). ``unique=False`` keeps the
-    transcript's texts as they are on every repeat."""
+    transcript's texts as they are on every repeat. ``forget=True`` empties the memory of
+    pieces before each of the Assembler's laps (not timed), so it counts every piece of the lap
+    as new: the least the memory can help."""
     gc.collect()  # start clean: no earlier measurement's garbage is freed during this one
     run, calls = _run(size + (rounds - 1) * laps_timed * 5, unique=unique)
     tools = ctxlab.load_tools("research")
@@ -191,10 +196,11 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1)
     for i in calls[:start]:
         context = assembler.context(run[:i], scratchpad=pad, step=run[i]["step"])
     state = context.state
-    timed = _TimedEncoding(assembler.counter.encoding)
-    assembler.counter.encoding = timed
+    count = text_counter(assembler.counter.encoding)
+    timed = _TimedCount(count)
+    assembler.counter._count_text = timed
     encoding = ctxlab.encoding()
-    ours, taking, tokenizer, floor, floor_all, ratios, promised = [], [], [], [], [], [], []
+    ours, taking, tokenizer, floor, floor_all, ratios, promised, by_pieces = [], [], [], [], [], [], [], []
     for r in range(rounds):
         first = start + r * laps_timed
         laps = list(zip(calls[first - 1:first - 1 + laps_timed], calls[first:first + laps_timed], strict=True))
@@ -204,6 +210,8 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1)
         for previous, i in laps:
             new = run[previous:i]
             timed.seconds = 0.0
+            if forget:
+                count.forget()
             began = time.perf_counter()
             assembler.extend(new)  # what context(run[:i]) does: take the new messages, then build
             taken = time.perf_counter()
@@ -226,8 +234,14 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1)
         for (previous, i), prompt in zip(laps, prompts, strict=True):
             strings, aging = _new_strings(run[previous:i]), _aging_texts(run[:i], run[i]["step"])
             began = time.perf_counter()
-            _promised_lap(strings, aging, prompt, encoding)
+            _promised_lap(strings, aging, prompt, count)
             promised.append(time.perf_counter() - began)
+        for previous, i in laps:
+            strings = _new_strings(run[previous:i])
+            began = time.perf_counter()
+            for text in strings:
+                count(text)
+            by_pieces.append(time.perf_counter() - began)
         ours += lap_times
         floor += lap_floor
         ratios.append(statistics.median(lap_times) / statistics.median(lap_floor))
@@ -242,6 +256,7 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1)
             "build_context": statistics.median(old), "encode_new": statistics.median(floor),
             "encode_all_new": statistics.median(floor_all), "extend": statistics.median(taking),
             "tokenizer": statistics.median(tokenizer), "promised": statistics.median(promised),
+            "count_new": statistics.median(by_pieces),
             "rest": statistics.median(lap - spent for lap, spent in zip(ours, tokenizer, strict=True)),
             "round_ratios": ratios}
 
@@ -281,18 +296,53 @@ def early_stop(size: int) -> dict:
             "floor": statistics.median(floor_times), "kept": len(outcome.kept), "encoder_calls": outcome.encoder_calls}
 
 
+def pieces_vs_encoding(messages: int, cold: int) -> dict:
+    """Counting every string of a ``messages``-message repeated research run by pieces, one
+    counter starting empty and going through them in order, against ``encode_ordinary``; and
+    the first ``cold`` strings each counted with the memory emptied first. Medians of 3 runs."""
+    run, _ = _run(messages)
+    strings = _new_strings(run)
+    encoding = ctxlab.encoding()
+    counter = PieceCounter(encoding)
+    times: dict[str, list[float]] = {"pieces": [], "encode": [], "pieces_cold": [], "encode_cold": []}
+    for _ in range(3):
+        counter.forget()
+        began = time.perf_counter()
+        counted = [counter(text) for text in strings]
+        times["pieces"].append(time.perf_counter() - began)
+        began = time.perf_counter()
+        encoded = [len(encoding.encode_ordinary(text)) for text in strings]
+        times["encode"].append(time.perf_counter() - began)
+        assert counted == encoded, "counting by pieces disagrees with encode_ordinary"
+        spent = 0.0
+        for text in strings[:cold]:
+            counter.forget()
+            began = time.perf_counter()
+            counter(text)
+            spent += time.perf_counter() - began
+        times["pieces_cold"].append(spent)
+        began = time.perf_counter()
+        for text in strings[:cold]:
+            encoding.encode_ordinary(text)
+        times["encode_cold"].append(time.perf_counter() - began)
+    return {"strings": len(strings), "cold": min(cold, len(strings)), **{k: statistics.median(v) for k, v in times.items()}}
+
+
 def main(results_dir: Path, *, quick: bool = False) -> str:
     """Run the three measurements and return the report's section."""
     options = QUICK if quick else FULL
     laps = [per_lap(size, options["laps_timed"], rounds=options["rounds"]) for size in options["sizes"]]
     repeated = per_lap(options["sizes"][-1], options["laps_timed"], unique=False, rounds=options["rounds"])
+    cold = per_lap(options["sizes"][-1], options["laps_timed"], rounds=options["rounds"], forget=True)
     soaked = soak(options["soak"])
     stop = early_stop(options["fit_size"])
+    pieces = pieces_vs_encoding(options["sizes"][1], options["cold"])
     rows = [(f"{r['size']:,}", measure.seconds(r["assembler"]), measure.seconds(r["extend"]),
              f"{measure.seconds(r['tokenizer'])} / {measure.seconds(r['rest'])}", measure.seconds(r["build_context"]), measure.seconds(r["encode_new"]),
              measure.seconds(r["encode_all_new"]), f"{r['assembler'] / r['encode_new']:.1f}x",
              f"{r['assembler'] / r['encode_all_new']:.1f}x",
              f"{min(r['round_ratios']):.1f}x to {max(r['round_ratios']):.1f}x",
+             f"{measure.seconds(r['count_new'])} ({r['assembler'] / r['count_new']:.1f}x)",
              f"{measure.seconds(r['promised'])} ({r['promised'] / r['encode_new']:.1f}x)") for r in laps]
     lines = [
         "## Assembly over a long run",
@@ -302,17 +352,20 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         "repeated with fresh ids, each text marked with its lap; 32k window, summary capped at 2,000 tokens,",
         f"offline summariser; medians of {options['rounds']} rounds of {options['laps_timed']} consecutive laps (laps that",
         "compact included; 40 is one of each of the transcript's laps), each column timed in its own pass over a round's",
-        "laps (`build_context` over the first round's only). \"tokenizer / rest\" splits the Assembler's lap: the time",
-        "its own `encode_ordinary` calls took within it, and the rest of the lap (medians of each, lap by lap).",
+        "laps (`build_context` over the first round's only). \"counting text / rest\" splits the Assembler's lap: the",
+        "time its text counts took within it (by pieces, `ctxlab.pieces`), and the rest of the lap (medians of each,",
+        "lap by lap). \"count new by pieces\" counts the lap's new messages' texts as the Assembler does, by pieces",
+        "(Assembler / that in brackets); \"encode new\" encodes them with tiktoken, the target's reference.",
         "\"encode new + compressed\" also encodes the compressed text of the tool results whose age tier changes at",
         "that lap, which the lap must count too. \"per round\" is the Assembler / encode new ratio of each round.",
         "\"promised work only\" is the least a lap that keeps the Assembler's promises can do, in a pass of its own:",
-        "encode the new messages and, of the results that age, what cannot be counted from their pieces, then copy",
+        "count the new messages and, of the results that age, what cannot be counted from their parts, then copy",
         "the lap's prompt for the caller; no validation, grouping, allocation or log.",
         "",
-        measure.table(("messages", "Assembler", "of which taking the new messages", "tokenizer / rest",
+        measure.table(("messages", "Assembler", "of which taking the new messages", "counting text / rest",
                        "build_context", "encode new", "encode new + compressed", "Assembler / encode new",
-                       "Assembler / encode new + compressed", "per round", "promised work only (/ encode new)"),
+                       "Assembler / encode new + compressed", "per round", "count new by pieces",
+                       "promised work only (/ encode new)"),
                       rows),
         "",
     ]
@@ -329,6 +382,10 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
                  f"{repeated['size']:,} messages: Assembler {measure.seconds(repeated['assembler'])}, encoding the new "
                  f"{measure.seconds(repeated['encode_new'])}, {repeated['assembler'] / repeated['encode_new']:.1f}x "
                  f"({repeated['assembler'] / repeated['encode_all_new']:.1f}x with the newly compressed results).")
+    lines.append(f"- With the memory of pieces emptied before each lap (every piece of the lap counted as new), at "
+                 f"{cold['size']:,} messages: Assembler {measure.seconds(cold['assembler'])} (counting text "
+                 f"{measure.seconds(cold['tokenizer'])}), encoding the new {measure.seconds(cold['encode_new'])}, "
+                 f"{cold['assembler'] / cold['encode_new']:.1f}x.")
     lines += [
         "",
         f"Soak: {soaked['laps']:,} laps ({soaked['messages']:,} messages); prompts {soaked['tokens_min']:,} to "
@@ -341,6 +398,12 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         f"{measure.seconds(stop['fit'])} against the floor's {measure.seconds(stop['floor'])} "
         f"({stop['fit'] / stop['floor']:.0%} of it), keeping {stop['kept']:,} messages with "
         f"{stop['encoder_calls']:,} strings encoded.",
+        "",
+        f"Counting by pieces: the {pieces['strings']:,} strings of a {options['sizes'][1]:,}-message run, in order, one "
+        f"counter starting empty: {measure.seconds(pieces['pieces'])} against `encode_ordinary`'s "
+        f"{measure.seconds(pieces['encode'])} ({pieces['pieces'] / pieces['encode']:.2f}x); the first "
+        f"{pieces['cold']:,}, each with the memory emptied first: {measure.seconds(pieces['pieces_cold'])} against "
+        f"{measure.seconds(pieces['encode_cold'])} ({pieces['pieces_cold'] / pieces['encode_cold']:.2f}x). Medians of 3 runs.",
     ]
     return "\n".join(lines)
 

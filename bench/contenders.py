@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ctxlab
+from ctxlab.pieces import text_counter
 from ctxlab.tokens import REPLY_PRIMING
 
 Message = dict[str, Any]
@@ -94,8 +95,12 @@ def floor(messages: Sequence[Message], encoding: Any = None) -> Outcome:
 
 
 def ctxlab_fit(messages: Sequence[Message], allowance: int) -> Outcome:
-    """``ctxlab.fit`` as an agent calls it on a history it has not counted before."""
+    """``ctxlab.fit`` as an agent calls it on a history it has not counted before: a fresh
+    counter, and the process's memory of cl100k_base pieces (:mod:`ctxlab.pieces`) emptied."""
     counter = ctxlab.TokenCounter()
+    forget = getattr(text_counter(counter.encoding), "forget", None)
+    if forget is not None:
+        forget()
     kept, _ = ctxlab.fit(messages, allowance, count=counter.message)
     return Outcome(kept, counter.encoder_calls)
 
