@@ -18,9 +18,14 @@ The count is tiktoken's, not an estimate, where the two steps are the same:
 * the pattern's ``\\p{L}`` (letters), ``\\p{N}`` (numbers) and ``\\s`` (Unicode's White_Space)
   become classes listed from Python's ``unicodedata``, for the Basic Multilingual Plane. A
   text holding a character those tables leave unassigned, a surrogate, or a character beyond
-  U+FFFF (emoji among them) is counted with ``encode_ordinary``, so a character whose class
-  Python's tables and tiktoken's might disagree on is never cut here;
-* Python before 3.11 (no possessive quantifiers in ``re``) counts with ``encode_ordinary``.
+  U+FFFF (emoji among them) is counted with ``encode_ordinary``. Whether a character is a
+  letter, a number or a space almost never changes between Unicode versions (a test compares
+  every assigned character with the ``regex`` package's newer tables), so the classes agree
+  with tiktoken's wherever both tables have the character; the way they could differ is a
+  character Python's tables have and tiktoken's do not, so only Unicode versions up to the one
+  tiktoken's tables follow (16.0, Python 3.11 to 3.14) are trusted (:data:`TRUSTED_UNICODE`);
+* Python before 3.11 (no possessive quantifiers in ``re``), or with other Unicode tables,
+  counts with ``encode_ordinary``.
 
 ``tests/test_pieces.py`` checks the count against ``encode_ordinary`` on every string of the
 course's transcripts and on random text drawn from the characters each rule of the pattern
@@ -41,12 +46,15 @@ from collections.abc import Callable
 
 import tiktoken
 
-__all__ = ["CL100K_PATTERN", "PieceCounter", "text_counter"]
+__all__ = ["CL100K_PATTERN", "TRUSTED_UNICODE", "PieceCounter", "text_counter"]
 
 CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
 """``cl100k_base``'s pre-tokenizer as tiktoken spells it (its ``_pat_str``)."""
+
+TRUSTED_UNICODE = frozenset({"14.0.0", "15.0.0", "15.1.0", "16.0.0"})
+"""The versions of Python's ``unicodedata`` whose letters, numbers and White_Space are cut here."""
 
 # Unicode's White_Space property: what \s matches in tiktoken's (Rust) regular expressions.
 # Python's str.isspace() also takes U+001C..U+001F, which are not White_Space.
@@ -68,7 +76,10 @@ def _ranges(code_points: list[int]) -> str:
 @functools.cache
 def _cl100k_in_re() -> tuple[re.Pattern, re.Pattern] | None:
     """(the pieces pattern, the pattern of characters it must not be trusted with), or ``None``
-    when this Python's ``re`` cannot spell the pattern (before 3.11)."""
+    when this Python's ``re`` cannot spell the pattern (before 3.11) or its Unicode tables are
+    not among :data:`TRUSTED_UNICODE`."""
+    if unicodedata.unidata_version not in TRUSTED_UNICODE:
+        return None
     letters, numbers, unknown = [], [], []
     for point in range(0x10000):
         category = unicodedata.category(chr(point))
@@ -107,7 +118,7 @@ class PieceCounter:
         if compiled is None:
             raise ValueError(
                 f"{getattr(encoding, 'name', encoding)!r}: only cl100k_base's pattern is cut into pieces "
-                "here (and only on Python 3.11 or later); count with text_counter(encoding), which "
+                "here (and only on Python 3.11 to 3.14); count with text_counter(encoding), which "
                 "falls back to encode_ordinary"
             )
         self.encoding = encoding

@@ -13,11 +13,20 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
-from ctxlab.pieces import CL100K_PATTERN, PieceCounter, text_counter
+from ctxlab.pieces import CL100K_PATTERN, PieceCounter, _cl100k_in_re, text_counter
 
 ROOT = Path(__file__).resolve().parents[1]
 CL100K = ctxlab.encoding()
-needs_possessive = pytest.mark.skipif(sys.version_info < (3, 11), reason="re has no possessive quantifiers before 3.11")
+needs_possessive = pytest.mark.skipif(
+    _cl100k_in_re() is None,
+    reason=f"pieces are not cut on Python {sys.version_info[:2]} with Unicode {unicodedata.unidata_version}",
+)
+
+
+def test_pieces_are_cut_where_they_can_be_trusted():
+    """Python 3.11 to 3.14 (possessive quantifiers, Unicode 14 to 16) cut; others encode whole."""
+    can = sys.version_info >= (3, 11) and unicodedata.unidata_version in ctxlab.pieces.TRUSTED_UNICODE
+    assert (_cl100k_in_re() is not None) == can
 
 
 def tiktoken_count(text: str) -> int:
