@@ -180,5 +180,7 @@ def text_counter(encoding: tiktoken.Encoding) -> Callable[[str], int]:
     except ValueError:
         def count(text: str, _encode=encoding.encode_ordinary) -> int:
             return len(_encode(text))
+    if len(_COUNTERS) >= 32:  # encodings made on the fly (wrappers, say) must not pile up
+        _COUNTERS.pop(next(iter(_COUNTERS)))
     _COUNTERS[id(encoding)] = (encoding, count)
     return count

@@ -79,6 +79,17 @@ def test_cl100k_is_counted_by_pieces_and_other_encodings_whole():
         PieceCounter(o200k)
 
 
+def test_encodings_made_on_the_fly_do_not_pile_up():
+    class Wrapped:
+        def __init__(self, inner):
+            self.encode_ordinary = inner.encode_ordinary
+
+    for _ in range(100):
+        assert text_counter(Wrapped(CL100K))("hello world") == 2
+    assert len(ctxlab.pieces._COUNTERS) <= 32
+    assert text_counter(CL100K)("hello world") == 2
+
+
 @needs_possessive
 def test_every_string_of_the_data_counts_as_encode_ordinary_counts_it():
     counter = PieceCounter(CL100K)
