@@ -529,9 +529,10 @@ def _snapshot(message: dict) -> tuple | None:
 class TokenCounter:
     """Counts messages and remembers each distinct message's count.
 
-    An agent re-assembles almost the same history on every lap; a ``TokenCounter`` encodes
+    An agent re-assembles almost the same history on every lap; a ``TokenCounter`` counts
     each distinct message once and answers from memory after that. ``encoder_calls``
-    reports how many strings it actually sent to the tokenizer.
+    reports how many strings it actually counted (each with :func:`ctxlab.pieces.text_counter`
+    of its encoding, which for ``cl100k_base`` encodes only the pieces it has not seen).
 
     Two memories answer a message seen before. The first is keyed by the message dict itself
     and holds a snapshot of its fields: when the same dict comes back with the same fields
