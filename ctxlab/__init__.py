@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 
 from . import parts as parts  # the content-part rules: ctxlab.parts
 from ._retired import retired as _retired
+from .billing import count_request
 from .budget import Allocation, ContextBudget, billed_input, context_per_lap, model_calls
 from .checking import check, check_all, yours_or_reference
 from .environment import check_environment
@@ -118,6 +119,7 @@ __all__ = [
     "count_message",
     "count_messages",
     "count_tools",
+    "count_request",
     "TokenCounter",
     # messages
     "validate_messages",
