@@ -14,13 +14,15 @@ what it adds to the bill is not known.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import tiktoken
 
 from .errors import MessageError
-from .tokens import count_messages, count_tools, encoding
+from .tokens import count_messages, encoding
+from .tool_text import GPT5_TOOL_PREAMBLE, TOKENS_PER_TITLE, titled_properties, tool_block
 
 __all__ = ["FREE_KEYS", "count_request", "encoding_name_for"]
 
@@ -89,6 +91,98 @@ def count_request(request: Mapping[str, Any]) -> int:
     if not isinstance(messages, list) or not messages:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")
     enc = encoding(encoding_name_for(request["model"]))
-    tools = list(request.get("tools") or [])
-    tools += [{"type": "function", "function": function} for function in request.get("functions") or []]
-    return count_messages(messages, enc) + count_tools(tools, enc)
+    messages = as_rendered(messages)
+    tools = _functions(request)
+    if not tools:
+        return count_messages(messages, enc)
+    return _with_tools(messages, tools, enc) + (GPT5_TOOL_PREAMBLE if request["model"].startswith("gpt-5") else 0)
+
+
+def as_rendered(messages: list) -> list:
+    """The messages as the model reads a tool exchange: a tool result is authored by the
+    function it answers (``functions.NAME``, found through its ``tool_call_id``, which is not
+    itself shown), and several calls in one assistant message are one call to
+    ``multi_tool_use.parallel`` whose arguments list them.
+
+    >>> call = {"id": "c1", "type": "function", "function": {"name": "ping", "arguments": "{}"}}
+    >>> as_rendered([{"role": "assistant", "content": None, "tool_calls": [call]},
+    ...              {"role": "tool", "tool_call_id": "c1", "content": "up"}])[1]
+    {'role': 'functions.ping', 'content': 'up'}
+    """
+    names: dict[Any, str] = {}
+    rendered = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            rendered.append(message)
+            continue
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+                    names[call.get("id")] = call["function"].get("name")
+            if len(calls) > 1 and all(_plain_call(call) for call in calls):
+                message = {**message, "tool_calls": [_parallel(calls)]}
+        if message.get("role") == "tool":
+            name = names.get(message.get("tool_call_id")) or message.get("name")
+            message = {key: value for key, value in message.items() if key not in ("tool_call_id", "name")}
+            if isinstance(name, str):
+                message["role"] = f"functions.{name}"
+        rendered.append(message)
+    return rendered
+
+
+def _plain_call(call: Any) -> bool:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    return isinstance(function, Mapping) and isinstance(function.get("name"), str) and isinstance(function.get("arguments"), str)
+
+
+def _parallel(calls: list) -> dict:
+    """Several function calls as the one ``multi_tool_use.parallel`` call the model makes."""
+    uses = []
+    for call in calls:
+        function = call["function"]
+        try:
+            parameters = json.loads(function["arguments"]) if function["arguments"].strip() else {}
+        except ValueError:
+            parameters = function["arguments"]
+        uses.append({"recipient_name": f"functions.{function['name']}", "parameters": parameters})
+    arguments = json.dumps({"tool_uses": uses}, ensure_ascii=False, separators=(",", ":"))
+    return {"type": "function", "function": {"name": "multi_tool_use.parallel", "arguments": arguments}}
+
+
+TOOL_BLOCK_ADJUSTMENT = -1
+"""Tokens the measured bills differ from the rendered tool block by, with or without a system
+message to carry it (the one token the published format leaves unexplained)."""
+
+
+def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The request's function tools and legacy ``functions``, checked."""
+    tools = list(request.get("tools") or []) + list(request.get("functions") or [])
+    for index, tool in enumerate(tools):
+        function = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise ValueError(
+                f"tool {index}: expected {{'type': 'function', 'function': {{'name': ..., 'parameters': ...}}}}"
+                f", got {str(tool)[:80]}"
+            )
+        if isinstance(tool, Mapping) and tool.get("type", "function") != "function":
+            raise ValueError(
+                f"tool {index} is of type {tool.get('type')!r}: only function tools are rendered by a "
+                "published rule; count the request without it"
+            )
+    return tools
+
+
+def _with_tools(messages: list, tools: list, enc: tiktoken.Encoding) -> int:
+    """The messages with the tool block appended to the first system (or developer) message's
+    text, or in a system message of its own at the start when there is none."""
+    block = tool_block(tools)
+    carried = list(messages)
+    for index, message in enumerate(carried):
+        if (isinstance(message, Mapping) and message.get("role") in ("system", "developer")
+                and isinstance(message.get("content"), str)):
+            carried[index] = {**message, "content": message["content"] + "\n\n" + block}
+            break
+    else:
+        carried.insert(0, {"role": "system", "content": block})
+    return count_messages(carried, enc) + TOKENS_PER_TITLE * titled_properties(tools) + TOOL_BLOCK_ADJUSTMENT

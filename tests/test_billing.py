@@ -5,8 +5,9 @@ the clone and ``data/real/``. Without the shared set these tests are skipped, wi
 looked at; with ``CTXLAB_REQUIRE_RECORDINGS=1`` (as ``.ci/run`` sets) they fail instead.
 
 A request is counted right when it lands within max(2%, 3 tokens) of its bill. Requests a
-published rule cannot count yet are listed in ``PENDING`` by reason: each reason says which kind
-of request, and how many there are, so that a fix shows up as a list that must shrink.
+published rule cannot count yet are listed in ``PENDING`` by reason, with how many requests of
+each kind it leaves off their bill, and requests the tool rendering still misses for reasons not
+yet understood in ``UNEXPLAINED`` by label: a fix shows up as a list that must shrink.
 """
 
 from __future__ import annotations
@@ -38,19 +39,77 @@ def _tool_history(recorded) -> bool:
     return any(message.get("role") == "tool" for message in recorded.request["messages"])
 
 
-# What the counter does not model yet, with how many plain requests each leaves off their bill.
-# Each reason is a rule the issue's later steps add; the counts pin the list so it only shrinks.
+def _unpriced(recorded) -> bool:
+    request = recorded.request
+    return (bool({"prediction", "web_search_options", "function_call"} & set(request))
+            or request.get("tool_choice") not in (None, "auto")
+            or (request.get("response_format") or {}).get("type") not in (None, "text"))
+
+
+def _audio(recorded) -> bool:
+    return any(isinstance(m.get("content"), list) and any(p.get("type") == "input_audio" for p in m["content"])
+               for m in recorded.request["messages"])
+
+
+# What the counter does not model yet, with how many requests of each kind ("plain", "tools")
+# each leaves off their bill. Each reason is a rule a later step adds; the counts pin the list so
+# that it only shrinks.
 PENDING = {
     "images: each model family bills an image at its own published rate (gpt-4o-mini, "
-    "gpt-4.1-mini, o4-mini, gpt-5); remote images have no size offline": (_images, 28),
-    "tool calls and results in the history are rendered, not counted as JSON fields "
-    "(tool_call_id, a tool message's name)": (_tool_history, 7),
-    "a request key no published rule prices: prediction, web_search_options": (
-        lambda r: bool({"prediction", "web_search_options"} & set(r.request)), 3),
-    "audio input: the per-second rate is not published": (
-        lambda r: any(isinstance(m.get("content"), list) and any(p.get("type") == "input_audio" for p in m["content"])
-                      for m in r.request["messages"]), 1),
+    "gpt-4.1-mini, o4-mini, gpt-5); remote images have no size offline": (_images, {"plain": 28, "tools": 3}),
+    "keys not priced yet: tool_choice naming a function or 'required', response_format, "
+    "function_call, prediction, web_search_options": (_unpriced, {"plain": 3, "tools": 90}),
+    "audio input: the per-second rate is not published": (_audio, {"plain": 1, "tools": 0}),
 }
+
+# Tool requests the rendering in ctxlab.tool_text still misses, by label, with the model and how
+# far off (billed - counted) each was when listed. Schemas with an array of objects (+22), long
+# multi-line descriptions (-21 to -29) and the legacy functions of gpt-4 are the clusters to study.
+UNEXPLAINED = frozenset({
+    "alexrudall/ruby-openai spec/fixtures/cassettes/gpt-3_5-turbo_multiple_tool_calls_full_conversation.yml #1",  # gpt-3.5-turbo: +11, parallel calls, no tools sent
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAgentExecutorPlanning.test_agent_kickoff_with_planning_stores_plan_in_state.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAgentExecutorPlanning.test_executor_state_contains_plan_after_planning.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAgentExecutorPlanning.test_planning_creates_minimal_steps_for_multi_step_task.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAgentExecutorPlanning.test_planning_handles_sequential_dependency_task.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAzureNativeToolCalling.test_azure_agent_with_native_tool_calling.yaml #1",  # gpt-5-nano-2025-08-07: +8
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestOpenAINativeToolCalling.test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml #1",  # gpt-4o-mini: -11
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestReasoningEffort.test_reasoning_effort_high_runs_full_observation_pipeline.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestReasoningEffort.test_reasoning_effort_low_skips_decide_and_replan.yaml #1",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestResponseFormatWithKickoff.test_kickoff_response_format_with_planning_and_tools.yaml #1",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestResponseFormatWithKickoff.test_kickoff_response_format_with_planning_and_tools.yaml #2",  # gpt-4o-mini: +23
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestResponseFormatWithKickoff.test_kickoff_response_format_with_planning_and_tools.yaml #7",  # gpt-4o-mini: +23
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestResponseFormatWithKickoff.test_kickoff_response_format_with_planning_and_tools.yaml #11",  # gpt-4o-mini: +4417
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/test_agent_kickoff_multi_step_task_with_planning.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/test_agent_kickoff_with_planning.yaml #0",  # gpt-4o-mini: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/test_agent_kickoff_with_platform_tools.yaml #0",  # gpt-3.5-turbo: +7
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/test_agent_kickoff_with_platform_tools.yaml #1",  # gpt-3.5-turbo: +9
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/test_agent_kickoff_with_platform_tools.yaml #2",  # gpt-3.5-turbo: +9
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/test_hierarchical_verbose_manager_agent.yaml #3",  # gpt-4o: +52
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/test_increment_tool_errors.yaml #0",  # gpt-4-0125-preview: +10
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/test_using_memory_with_remember.yaml #3",  # gpt-4.1-mini: +13
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestAzureStructuredPlanning.test_azure_research_workflow_generates_steps.yaml #0",  # gpt-4o-2024-11-20: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestAzureStructuredPlanning.test_azure_research_workflow_generates_steps.yaml #1",  # gpt-4o-2024-11-20: -23
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestAzureStructuredPlanning.test_azure_research_workflow_generates_steps.yaml #2",  # gpt-4o-2024-11-20: -21
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestAzureStructuredPlanning.test_azure_research_workflow_generates_steps.yaml #3",  # gpt-4o-2024-11-20: -29
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestAzureStructuredPlanning.test_azure_research_workflow_generates_steps.yaml #4",  # gpt-4o-2024-11-20: -27
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestOpenAIStructuredPlanning.test_openai_research_workflow_generates_steps.yaml #0",  # gpt-4o: +22
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestOpenAIStructuredPlanning.test_openai_research_workflow_generates_steps.yaml #1",  # gpt-4o: -23
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestOpenAIStructuredPlanning.test_openai_research_workflow_generates_steps.yaml #2",  # gpt-4o: -21
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestOpenAIStructuredPlanning.test_openai_research_workflow_generates_steps.yaml #3",  # gpt-4o: -29
+    "crewAIInc/crewAI lib/crewai/tests/cassettes/utilities/TestOpenAIStructuredPlanning.test_openai_research_workflow_generates_steps.yaml #4",  # gpt-4o: -27
+    "tmc/langchaingo agents/testdata/TestExecutorWithOpenAIFunctionAgent.httprr #0",  # gpt-4: -17
+    "tmc/langchaingo agents/testdata/TestExecutorWithOpenAIFunctionAgent.httprr #2",  # gpt-4: -18
+    "Arize-ai/openinference python/instrumentation/openinference-instrumentation-agno/tests/openinference/instrumentation/agno/fixtures/team_coordinate_run.yaml #5",  # gpt-4o-mini: -505
+    "Arize-ai/openinference python/instrumentation/openinference-instrumentation-agno/tests/openinference/instrumentation/agno/fixtures/team_coordinate_run.yaml #7",  # gpt-4o-mini: +72
+    "Arize-ai/openinference python/instrumentation/openinference-instrumentation-beeai/tests/openinference/instrumentation/beeai/cassettes/test_instrumentor/test_agent.yaml #0",  # gpt-4o-mini: +43
+    "Arize-ai/openinference python/instrumentation/openinference-instrumentation-beeai/tests/openinference/instrumentation/beeai/cassettes/test_instrumentor/test_llm_with_tools.yaml #0",  # gpt-4o: +43
+    "activeagents/activeagent test/fixtures/vcr_cassettes/integration/open_ai/chat/common_format/tools_test/test_agent_common_format_multiple_tools.yml #1",  # gpt-4o-mini: +13
+    "OlympiaAI/raix spec/vcr/Raix_FunctionDispatch/supports_multiple_tool_calls_in_a_single_response.yml #1",  # gpt-4o: +4
+    "data/real/capitals-two-questions",  # gpt-4o-mini: +4
+    "data/real/native-output",  # gpt-4o: +31
+    "data/real/weather-three-tools",  # gpt-4o: -23
+    "data/real/weather-three-tools-2",  # gpt-4o: -22
+})
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +128,8 @@ def everything(shared):
 
 
 def _pending_reason(recorded) -> str | None:
+    if recorded.label in UNEXPLAINED:
+        return "unexplained"
     for reason, (applies, _count) in PENDING.items():
         if applies(recorded):
             return reason
@@ -89,11 +150,13 @@ def test_the_recordings_are_what_their_readme_says(shared):
     assert all(r.billed > 0 and r.request["messages"] for r in shared)
 
 
-def test_requests_without_tools_land_on_their_bill(everything):
-    plain = [r for r in everything if r.kind == "plain"]
-    assert len(plain) > 700
-    off, pending = [], {reason: [] for reason in PENDING}
-    for recorded in plain:
+@pytest.mark.parametrize("kind", ["plain", "tools"])
+def test_requests_land_on_their_bill(everything, kind):
+    """Requests without tools, then with tools (or legacy functions)."""
+    chosen = [r for r in everything if r.kind == kind]
+    assert len(chosen) > 300
+    off, pending = [], {reason: [] for reason in [*PENDING, "unexplained"]}
+    for recorded in chosen:
         counted = _count(recorded)
         if isinstance(counted, int) and within(counted, recorded.billed):
             continue
@@ -102,8 +165,12 @@ def test_requests_without_tools_land_on_their_bill(everything):
             off.append(f"{recorded.label} ({recorded.model}): counted {counted}, billed {recorded.billed}")
         else:
             pending[reason].append(recorded.label)
-    assert not off, f"{len(off)} of {len(plain)} requests without tools are off their bill:\n" + "\n".join(off)
-    for reason, (_applies, expected) in PENDING.items():
+    assert not off, f"{len(off)} of {len(chosen)} {kind} requests are off their bill:\n" + "\n".join(off)
+    listed = {label for label in UNEXPLAINED if any(r.label == label for r in chosen)}
+    assert set(pending["unexplained"]) == listed, (
+        f"now on their bill, drop them from UNEXPLAINED: {sorted(listed - set(pending['unexplained']))}")
+    for reason, (_applies, counts) in PENDING.items():
+        expected = counts[kind]
         assert len(pending[reason]) == expected, (
             f"{len(pending[reason])} requests are still off for '{reason}', the table says {expected}: "
             "when a fix brings some onto their bill, lower the number (or drop the reason)"
