@@ -50,6 +50,7 @@ grade: setup ## grade a class: make grade SUBMISSIONS=path/to/folder-or-archives
 
 bench: setup ## run the benchmarks (not part of `make test`); writes bench/results/
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements-counting.txt
 	$(BIN)/python bench/run.py
 
 student-repo: setup ## export a learner-only copy (no solutions, no hidden tests) to $(DEST)

@@ -1,0 +1,104 @@
+"""How far each offline counter lands from what the API billed, on real recorded requests.
+
+Every request of ``../shared/recordings/openai-chat.jsonl`` and ``data/real/`` (read by
+``tests/support/recordings.py``) is counted by each contender of ``counters.py``, in one run, and
+compared with the ``prompt_tokens`` the API reported. A count is *on the bill* when it is within
+max(2%, 3 tokens) of it, the tolerance ``tests/test_billing.py`` holds ctxlab to. A counter that
+raises on a request is counted as failing it (and off the bill).
+
+Two tables: by kind of request (no tools; tools or legacy functions; a ``response_format``
+without tools), then by model family. ``--quick`` counts the first 60 requests only.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import counters
+import measure
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from support import recordings  # noqa: E402
+
+KINDS = ("plain", "tools", "format")
+
+
+def _on_bill(counted: int | None, billed: int) -> bool:
+    return counted is not None and abs(counted - billed) <= max(3, 0.02 * billed)
+
+
+def measure_all(requests: list, contenders: dict) -> dict[str, list[int | None]]:
+    """Each contender's count of each request (``None`` where it raised)."""
+    counts: dict[str, list[int | None]] = {}
+    for name, count in contenders.items():
+        row = []
+        for recorded in requests:
+            try:
+                row.append(int(count(recorded.request)))
+            except Exception:  # a peer's failure is a result, not a crash of the bench
+                row.append(None)
+        counts[name] = row
+    return counts
+
+
+def _summary(pairs: list[tuple[int | None, int]]) -> list[str]:
+    """Cells: requests, on the bill, median and 90th percentile of |error|, failures."""
+    errors = [abs(c - b) / b * 100 for c, b in pairs if c is not None]
+    on = sum(_on_bill(c, b) for c, b in pairs)
+    failed = sum(c is None for c, _ in pairs)
+    if errors:
+        p90 = statistics.quantiles(errors, n=10)[-1] if len(errors) > 1 else errors[0]
+        spread = [f"{statistics.median(errors):.1f}%", f"{p90:.1f}%"]
+    else:
+        spread = ["-", "-"]
+    return [str(len(pairs)), f"{on} ({on / len(pairs):.0%})", *spread, str(failed)]
+
+
+def _table(requests, counts, group) -> str:
+    headers = ["counter", group, "requests", "on the bill", "median error", "90th pct error", "failed"]
+    groups = sorted({getattr(r, group) for r in requests}, key=lambda g: (KINDS.index(g) if g in KINDS else 9, g))
+    rows = []
+    for name, row in counts.items():
+        for value in [*groups, "all"]:
+            pairs = [(c, r.billed) for c, r in zip(row, requests, strict=True)
+                     if value == "all" or getattr(r, group) == value]
+            if pairs:
+                rows.append([name, value, *_summary(pairs)])
+    return measure.table(headers, rows)
+
+
+def main(results_dir: Path, *, quick: bool = False) -> str:
+    reason = recordings.shared_available()
+    if reason:
+        raise RuntimeError(reason)
+    requests = list(recordings.shared()) + list(recordings.real())
+    if quick:
+        requests = requests[:60]
+    contenders = counters.contenders()
+    counts = measure_all(requests, contenders)
+    raw = defaultdict(list)
+    for index, recorded in enumerate(requests):
+        raw["requests"].append({"label": recorded.label, "model": recorded.model, "kind": recorded.kind,
+                                "billed": recorded.billed, **{n: counts[n][index] for n in counts}})
+    (results_dir / "counting.json").write_text(json.dumps(raw["requests"], indent=0) + "\n")
+    return "\n".join([
+        "## Counting: offline counters against recorded bills",
+        "",
+        f"{len(requests)} real requests with the `prompt_tokens` the API billed. On the bill: within "
+        "max(2%, 3 tokens). Error: |counted - billed| / billed, over the requests the counter did "
+        "not fail on.",
+        "",
+        "### By kind of request",
+        "",
+        _table(requests, counts, "kind"),
+        "",
+        "### By model family",
+        "",
+        _table(requests, counts, "family"),
+    ])
