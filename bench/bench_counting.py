@@ -80,7 +80,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     requests = list(recordings.shared()) + list(recordings.real())
     if quick:
         requests = requests[:60]
-    contenders = counters.contenders()
+    contenders, missing = counters.contenders()
     counts = measure_all(requests, contenders)
     raw = defaultdict(list)
     for index, recorded in enumerate(requests):
@@ -92,7 +92,8 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         "",
         f"{len(requests)} real requests with the `prompt_tokens` the API billed. On the bill: within "
         "max(2%, 3 tokens). Error: |counted - billed| / billed, over the requests the counter did "
-        "not fail on.",
+        "not fail on." + (f" Not installed, so not measured: {', '.join(missing)} "
+                          "(`make bench` installs bench/requirements-counting.txt)." if missing else ""),
         "",
         "### By kind of request",
         "",

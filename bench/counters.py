@@ -98,11 +98,17 @@ def litellm() -> Counter:
     return count
 
 
-def contenders(names: list[str] | None = None) -> dict[str, Counter]:
-    """The counters by name; the peers' packages must be installed (``make bench`` does)."""
+def contenders() -> tuple[dict[str, Counter], list[str]]:
+    """The counters by name, and the names of the peers whose packages are not installed
+    (``make bench`` installs them)."""
     # tiktoken needs the rank files offline: ctxlab seeds its cache, so the peers find them too
     ctxlab.encoding("o200k_base")
     ctxlab.encoding("cl100k_base")
-    every = {"ctxlab": lambda: ctxlab.count_request, "cookbook": lambda: cookbook,
-             "langchain": langchain, "litellm": litellm}
-    return {name: every[name]() for name in (names or every)}
+    found: dict[str, Counter] = {"ctxlab": ctxlab.count_request, "cookbook": cookbook}
+    missing = []
+    for name, make in (("langchain", langchain), ("litellm", litellm)):
+        try:
+            found[name] = make()
+        except ImportError:
+            missing.append(name)
+    return found, missing

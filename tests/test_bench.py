@@ -193,3 +193,22 @@ def test_the_assembly_bench_runs(bench, tmp_path):
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "## Assembly over a long run" in report and "encode new + compressed" in report
     assert "0 over budget" in report
+
+
+def test_counting_bench_runs_on_the_recordings(bench, tmp_path, monkeypatch):
+    """The counting benchmark's quick run: every counter installed gets its rows (the peers
+    are only installed by `make bench`). Needs the shared recordings, as tests/test_billing.py."""
+    monkeypatch.syspath_prepend(str(BENCH.parent / "tests"))
+    from support import recordings
+
+    if recordings.shared_available():
+        pytest.skip(recordings.shared_available())
+    import bench_counting
+
+    section = bench_counting.main(tmp_path, quick=True)
+    assert section.startswith("## Counting")
+    assert "| ctxlab | plain |" in section and "| cookbook | all |" in section
+    rows = json.loads((tmp_path / "counting.json").read_text())
+    assert len(rows) == 60
+    counted = [row for row in rows if isinstance(row["ctxlab"], int)]
+    assert len(counted) > 50 and all(row["cookbook"] is None or row["cookbook"] > 0 for row in rows)
