@@ -211,4 +211,4 @@ def test_counting_bench_runs_on_the_recordings(bench, tmp_path, monkeypatch):
     rows = json.loads((tmp_path / "counting.json").read_text())
     assert len(rows) == 60
     counted = [row for row in rows if isinstance(row["ctxlab"], int)]
-    assert len(counted) > 50 and all(row["cookbook"] is None or row["cookbook"] > 0 for row in rows)
+    assert len(counted) > 30 and all(row["cookbook"] is None or row["cookbook"] > 0 for row in rows)
