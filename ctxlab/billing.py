@@ -22,7 +22,7 @@ import tiktoken
 
 from .errors import MessageError
 from .tokens import count_messages, encoding
-from .tool_text import GPT5_TOOL_PREAMBLE, TOKENS_PER_TITLE, titled_properties, tool_block
+from .tool_text import GPT5_TOOL_PREAMBLE, tool_block
 
 __all__ = ["FREE_KEYS", "count_request", "encoding_name_for"]
 
@@ -185,4 +185,4 @@ def _with_tools(messages: list, tools: list, enc: tiktoken.Encoding) -> int:
             break
     else:
         carried.insert(0, {"role": "system", "content": block})
-    return count_messages(carried, enc) + TOKENS_PER_TITLE * titled_properties(tools) + TOOL_BLOCK_ADJUSTMENT
+    return count_messages(carried, enc) + TOOL_BLOCK_ADJUSTMENT

@@ -1,7 +1,7 @@
 """Tool schemas as the model reads them: a typed text block, not the JSON you send.
 
 The API does not show the model a tool's JSON schema. It renders the functions as a
-TypeScript-like namespace inside the system message, and bills the tokens of that text::
+TypeScript-like namespace in the system message, and bills the tokens of that text::
 
     # Tools
 
@@ -13,31 +13,38 @@ TypeScript-like namespace inside the system message, and bills the tokens of tha
     type get_weather = (_: {
     // The city name
     city: string,
-    unit?: "c" | "f",
+    unit?: "c" | "f", // default: "c"
     }) => any;
 
     } // namespace functions
 
-The shape is the one OpenAI publishes for its open-weight models' prompt format (the harmony
-format: https://cookbook.openai.com/articles/openai-harmony) and that the cookbook's "How to count
-tokens with tiktoken" approximates with per-function and per-property constants. Each function is
-a ``type`` line, its description a ``//`` comment above it (one per line of the description), each
-property a line ``name: type,`` (``name?:`` when not required) under its own description; nested
-objects are indented two spaces a level; enums become unions of their JSON values, arrays
-``T[]``, integers and numbers ``number``.
+The rules are those of the renderer OpenAI publishes with its open-weight models' prompt format
+(harmony: https://github.com/openai/harmony, ``src/encoding.rs``; the cookbook's "How to count
+tokens with tiktoken" approximates the same text with per-function and per-property constants):
 
-Two facts the published format does not give were measured on recorded requests
-(``tests/test_billing.py``): each property schema that carries a ``title`` (as pydantic writes
-one) costs :data:`TOKENS_PER_TITLE` more, and the gpt-5 family adds a fixed
-:data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools.
+* each function is a ``type`` line under its description, one ``//`` comment per line of it;
+  a function with ``parameters`` takes ``(_: {...})``, one without takes ``()``;
+* each property is a line ``name: type,`` (``name?:`` when not required) under a comment for
+  its ``title`` (then an empty ``//``), its ``description`` (one comment, newlines kept) and
+  its ``examples``; a ``default`` follows the comma as ``// default: ...``;
+* ``string`` with an ``enum`` is the union of the quoted values; ``integer`` is ``number``; an
+  array is ``T[]`` (``Array<any>`` without ``items``); a list of types is their union; a nested
+  object is indented four spaces more; ``oneOf`` lists its variants on ``|`` lines; anything
+  else (``anyOf`` included) is ``any``.
+
+What the published renderer does not say, measured on recorded requests (``tests/test_billing.py``):
+the gpt-5 family adds :data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools, and
+``ctxlab.billing`` adds :data:`ctxlab.billing.TOOL_BLOCK_ADJUSTMENT` to every tool block.
 
 >>> print(render_functions([{"type": "function", "function": {"name": "ping",
 ...     "description": "Check a host", "parameters": {"type": "object",
-...     "properties": {"host": {"type": "string"}}, "required": ["host"]}}}]))
+...     "properties": {"host": {"type": "string", "title": "Host"}}, "required": ["host"]}}}]))
 namespace functions {
 <BLANKLINE>
 // Check a host
 type ping = (_: {
+// Host
+//
 host: string,
 }) => any;
 <BLANKLINE>
@@ -50,16 +57,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["TOOLS_HEADER", "TOKENS_PER_TITLE", "GPT5_TOOL_PREAMBLE", "render_functions", "tool_block", "titled_properties"]
+__all__ = ["TOOLS_HEADER", "GPT5_TOOL_PREAMBLE", "render_functions", "tool_block"]
 
 TOOLS_HEADER = "# Tools\n\n## functions\n\n"
 """The headings above the namespace."""
 
-TOKENS_PER_TITLE = 3
-"""Tokens a property's ``title`` adds (measured: the text it renders to is not published)."""
-
 GPT5_TOOL_PREAMBLE = 84
-"""Tokens the gpt-5 family adds to a request with tools (measured on recorded gpt-5 requests)."""
+"""Tokens the gpt-5 family adds to a request with tools (measured on recorded gpt-5 requests;
+the harmony format's channel instructions are text of about this size)."""
 
 
 def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -69,63 +74,79 @@ def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     return inner if isinstance(inner, Mapping) else tool
 
 
-def _type(schema: Any, indent: int) -> str:
-    """The TypeScript-like type of a JSON schema."""
+def _default(value: Any, schema: Mapping[str, Any]) -> str:
+    """A property's default as its trailing comment shows it (a string quoted unless the
+    property is an enum)."""
+    if isinstance(value, str):
+        return value if schema.get("enum") else f'"{value}"'
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _type(schema: Any, indent: str) -> str:
+    """The TypeScript-like type of a JSON schema, as the rendering spells it."""
     if not isinstance(schema, Mapping):
         return "any"
-    if schema.get("enum"):
-        return " | ".join(json.dumps(value, ensure_ascii=False) for value in schema["enum"])
-    if "const" in schema:
-        return json.dumps(schema["const"], ensure_ascii=False)
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return " | ".join(_type(option, indent) for option in schema[key])
+    if isinstance(schema.get("oneOf"), list):
+        return "".join(f"\n{indent} | {_type(option, indent + '   ')}" for option in schema["oneOf"])
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " | ".join(_type({**schema, "type": one}, indent) for one in kind)
+        names = ["number" if one == "integer" else one for one in kind if isinstance(one, str)]
+        if names:
+            return " | ".join(names)
+    if kind == "object":
+        return _object(schema, indent)
+    if kind == "string":
+        values = [value for value in schema.get("enum") or [] if isinstance(value, str)]
+        return " | ".join(f'"{value}"' for value in values) if values else "string"
     if kind in ("number", "integer"):
         return "number"
-    if kind in ("string", "boolean", "null"):
-        return kind
+    if kind == "boolean":
+        return "boolean"
     if kind == "array":
-        return f"{_type(schema['items'], indent)}[]" if "items" in schema else "any[]"
-    if kind == "object" or "properties" in schema:
-        if not schema.get("properties"):
-            return "object"
-        return "{\n" + _properties(schema, indent + 2) + "\n" + " " * indent + "}"
+        return f"{_type(schema['items'], indent)}[]" if "items" in schema else "Array<any>"
     return "any"
 
 
-def _comment(text: str, pad: str) -> list[str]:
-    return [f"{pad}// {line}" for line in text.split("\n")]
-
-
-def _properties(schema: Mapping[str, Any], indent: int) -> str:
-    pad = " " * indent
-    required = schema.get("required") or []
-    lines = []
-    for name, prop in schema["properties"].items():
-        if isinstance(prop, Mapping) and isinstance(prop.get("description"), str) and prop["description"]:
-            lines += _comment(prop["description"], pad)
+def _object(schema: Mapping[str, Any], indent: str) -> str:
+    """An object type: a comment for its description, then each property on its own line under
+    its title, description and examples, with ``?`` when not required and its default after."""
+    out = f"{indent}// {schema['description']}\n" if isinstance(schema.get("description"), str) else ""
+    out += "{\n"
+    required = {name for name in schema.get("required") or [] if isinstance(name, str)}
+    properties = schema.get("properties")
+    for name, prop in (properties.items() if isinstance(properties, Mapping) else ()):
+        prop = prop if isinstance(prop, Mapping) else {}
+        if isinstance(prop.get("title"), str):
+            out += f"{indent}// {prop['title']}\n{indent}//\n"
+        if isinstance(prop.get("description"), str):
+            out += f"{indent}// {prop['description']}\n"
+        examples = [example for example in prop.get("examples") or [] if isinstance(example, str)]
+        if examples:
+            out += f"{indent}// Examples:\n" + "".join(f'{indent}// - "{example}"\n' for example in examples)
         mark = "" if name in required else "?"
-        lines.append(f"{pad}{name}{mark}: {_type(prop, indent)},")
-    return "\n".join(lines)
+        kind = _type(prop, indent + "    ")
+        if prop.get("nullable") is True and "null" not in kind:
+            kind += " | null"
+        out += f"{indent}{name}{mark}: {kind},"
+        if "default" in prop:
+            out += f" // default: {_default(prop['default'], prop)}"
+        out += "\n"
+    return out + f"{indent}}}"
 
 
 def render_functions(tools: Sequence[Mapping[str, Any]]) -> str:
     """The ``namespace functions`` text of ``tools`` (tool schemas or legacy functions)."""
-    lines = ["namespace functions {", ""]
+    lines = ["namespace functions {\n"]
     for tool in tools:
         function = _function(tool)
         description = function.get("description")
-        if isinstance(description, str) and description:
-            lines += _comment(description, "")
+        if isinstance(description, str):
+            lines += [f"// {line}" for line in description.splitlines()]
         parameters = function.get("parameters")
-        if isinstance(parameters, Mapping) and parameters.get("properties"):
-            lines += [f"type {function['name']} = (_: {{", _properties(parameters, 0), "}) => any;"]
+        if isinstance(parameters, Mapping):
+            lines.append(f"type {function['name']} = (_: {_type(parameters, '')}) => any;\n")
         else:
-            lines.append(f"type {function['name']} = () => any;")
-        lines.append("")
+            lines.append(f"type {function['name']} = () => any;\n")
     lines.append("} // namespace functions")
     return "\n".join(lines)
 
@@ -133,22 +154,3 @@ def render_functions(tools: Sequence[Mapping[str, Any]]) -> str:
 def tool_block(tools: Sequence[Mapping[str, Any]]) -> str:
     """The whole text the tools add to the system message: headings and namespace."""
     return TOOLS_HEADER + render_functions(tools)
-
-
-def titled_properties(tools: Sequence[Mapping[str, Any]]) -> int:
-    """How many property schemas in ``tools`` (at any depth) carry a ``title``.
-
-    >>> titled_properties([{"function": {"name": "f", "parameters": {"properties": {
-    ...     "q": {"type": "string", "title": "Q"}, "n": {"type": "integer"}}}}}])
-    1
-    """
-    def count(schema: Any) -> int:
-        if not isinstance(schema, Mapping):
-            return 0
-        total = count(schema.get("items"))
-        for prop in (schema.get("properties") or {}).values():
-            if isinstance(prop, Mapping):
-                total += ("title" in prop) + count(prop)
-        return total
-
-    return sum(count(_function(tool).get("parameters")) for tool in tools)
