@@ -1,11 +1,22 @@
 """What the API bills for a whole Chat Completions request, counted offline.
 
-:func:`count_request` takes the request body as it is sent (``model``, ``messages``,
-``tools``, ...) and returns the ``prompt_tokens`` the API reports for it: the messages by
-:func:`ctxlab.count_messages` with the model's own encoding, the tool schemas by
-:func:`ctxlab.count_tools`. Keys that only steer sampling or delivery (``temperature``,
-``stream``, ``max_tokens``, ...) cost nothing; a key this module does not know is refused, since
-what it adds to the bill is not known.
+:func:`count_request` takes the request body as it is sent and returns the ``prompt_tokens``
+the API reports for it, with the model's own encoding. It counts the prompt the model reads, not
+the JSON that was sent:
+
+* messages by the chat formula (:func:`ctxlab.count_messages`), with each tool exchange as the
+  model sees it (:func:`as_rendered`): a tool result is authored by ``functions.NAME`` and its
+  ``tool_call_id`` is not shown; parallel calls are one ``multi_tool_use.parallel`` call;
+* ``tools`` (or legacy ``functions``) as the typed namespace of :mod:`ctxlab.tool_text`,
+  appended to the first system message (or in one of its own), then a ``json_schema``
+  ``response_format`` as :func:`response_format_text`;
+* a ``tool_choice`` (or legacy ``function_call``) naming a function costs its name and
+  :data:`TOOL_CHOICE_NAMED` more; ``"required"`` and ``"none"`` by :data:`TOOL_CHOICE_TOKENS`.
+
+Keys that only steer sampling or delivery (``temperature``, ``stream``, ``max_tokens``, ...) cost
+nothing; a key this module does not know is refused, since what it adds to the bill is not known.
+How close this lands is measured on recorded bills by ``tests/test_billing.py`` and
+``bench/bench_counting.py``; the constants named here were measured there, not published.
 
 >>> count_request({"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello!"}],
 ...                "temperature": 0})
@@ -36,7 +47,7 @@ FREE_KEYS = frozenset({
 """Request keys that add nothing to the prompt the API bills (they steer sampling, length,
 delivery or storage). ``prediction`` is billed as output, not input."""
 
-_COUNTED_KEYS = frozenset({"messages", "tools", "functions"})
+_COUNTED_KEYS = frozenset({"messages", "tools", "functions", "tool_choice", "function_call", "response_format"})
 
 
 def encoding_name_for(model: str) -> str:
@@ -63,8 +74,6 @@ def _free_when_default(request: Mapping[str, Any]) -> set[str]:
     free = {key for key, value in request.items() if value is None and key not in ("model", "messages")}
     if isinstance(request.get("response_format"), Mapping) and request["response_format"].get("type") == "text":
         free.add("response_format")
-    if request.get("tool_choice") == "auto":
-        free.add("tool_choice")
     return free
 
 
@@ -93,9 +102,108 @@ def count_request(request: Mapping[str, Any]) -> int:
     enc = encoding(encoding_name_for(request["model"]))
     messages = as_rendered(messages)
     tools = _functions(request)
-    if not tools:
-        return count_messages(messages, enc)
-    return _with_tools(messages, tools, enc) + (GPT5_TOOL_PREAMBLE if request["model"].startswith("gpt-5") else 0)
+    # The system message carries the tool block, then the response format (harmony's order).
+    appended = [tool_block(tools)] if tools else []
+    if response_format_text(request.get("response_format")):
+        appended.append(response_format_text(request.get("response_format")))
+    if appended:
+        messages = _appended_to_system(messages, "\n\n".join(appended))
+    total = count_messages(messages, enc)
+    if tools:
+        choice = request.get("tool_choice", _legacy_choice(request.get("function_call")))
+        total += TOOL_BLOCK_ADJUSTMENT + _tool_choice_tokens(choice, enc)
+        total += GPT5_TOOL_PREAMBLE if request["model"].startswith("gpt-5") else 0
+    return total
+
+
+TOOL_CHOICE_NAMED = 7
+"""Tokens a ``tool_choice`` naming a function adds besides the function's name (measured)."""
+
+TOOL_CHOICE_TOKENS = {None: 0, "auto": 0, "none": -3, "required": -4}
+"""What the other ``tool_choice`` values add (measured on recorded requests)."""
+
+
+def _legacy_choice(function_call: Any) -> Any:
+    """The ``tool_choice`` a legacy ``function_call`` stands for."""
+    if isinstance(function_call, Mapping):
+        return {"type": "function", "function": function_call}
+    return function_call
+
+
+def _tool_choice_tokens(choice: Any, enc: tiktoken.Encoding) -> int:
+    if isinstance(choice, Mapping):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str):
+            raise ValueError(
+                "tool_choice must be 'auto', 'none', 'required' or "
+                f"{{'type': 'function', 'function': {{'name': ...}}}}, got {choice!r}"
+            )
+        return len(enc.encode_ordinary(name)) + TOOL_CHOICE_NAMED
+    if choice not in TOOL_CHOICE_TOKENS:
+        raise ValueError(f"tool_choice must be 'auto', 'none', 'required' or name a function, got {choice!r}")
+    return TOOL_CHOICE_TOKENS[choice]
+
+
+def _without_titles(schema: Any) -> Any:
+    """``schema`` without its ``title`` keywords (a property named ``title`` stays)."""
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    kept = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            kept[key] = {name: _without_titles(item) for name, item in value.items()}
+        else:
+            kept[key] = _without_titles(value)
+    return kept
+
+
+def response_format_text(response_format: Any) -> str:
+    """The text a ``json_schema`` response format adds to the system message: the published
+    harmony layout (``# Response Formats``, the schema's name, its description as a comment,
+    the schema as compact JSON), with the schema's ``title`` keywords left out, as the bills
+    show. ``json_object`` and ``text`` add no text.
+
+    >>> print(response_format_text({"type": "json_schema", "json_schema": {"name": "joke",
+    ...     "schema": {"type": "object", "title": "Joke", "properties": {"joke": {"type": "string"}}}}}))
+    # Response Formats
+    <BLANKLINE>
+    ## joke
+    <BLANKLINE>
+    {"type":"object","properties":{"joke":{"type":"string"}}}
+    """
+    if response_format is None:
+        return ""
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    if kind in ("text", "json_object"):
+        return ""
+    spec = response_format.get("json_schema") if kind == "json_schema" else None
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+        raise ValueError(
+            "response_format must be {'type': 'text'}, {'type': 'json_object'} or "
+            f"{{'type': 'json_schema', 'json_schema': {{'name': ..., 'schema': {{...}}}}}}, got {str(response_format)[:80]}"
+        )
+    text = f"# Response Formats\n\n## {spec['name']}\n\n"
+    if isinstance(spec.get("description"), str):
+        text += f"// {spec['description']}\n"
+    schema = _without_titles(spec.get("schema", {}))
+    return text + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+
+
+def _appended_to_system(messages: list, text: str) -> list:
+    """``messages`` with ``text`` appended (after a blank line) to the first system or developer
+    message with text content, or as a system message of its own at the start."""
+    carried = list(messages)
+    for index, message in enumerate(carried):
+        if (isinstance(message, Mapping) and message.get("role") in ("system", "developer")
+                and isinstance(message.get("content"), str)):
+            carried[index] = {**message, "content": message["content"] + "\n\n" + text}
+            return carried
+    return [{"role": "system", "content": text}, *carried]
 
 
 def as_rendered(messages: list) -> list:
@@ -171,18 +279,3 @@ def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
                 "published rule; count the request without it"
             )
     return tools
-
-
-def _with_tools(messages: list, tools: list, enc: tiktoken.Encoding) -> int:
-    """The messages with the tool block appended to the first system (or developer) message's
-    text, or in a system message of its own at the start when there is none."""
-    block = tool_block(tools)
-    carried = list(messages)
-    for index, message in enumerate(carried):
-        if (isinstance(message, Mapping) and message.get("role") in ("system", "developer")
-                and isinstance(message.get("content"), str)):
-            carried[index] = {**message, "content": message["content"] + "\n\n" + block}
-            break
-    else:
-        carried.insert(0, {"role": "system", "content": block})
-    return count_messages(carried, enc) + TOOL_BLOCK_ADJUSTMENT
