@@ -32,6 +32,8 @@ from typing import Any
 import tiktoken
 
 from .errors import MessageError
+from .images import image_cost
+from .parts import image_size
 from .tokens import count_messages, encoding
 from .tool_text import GPT5_TOOL_PREAMBLE, tool_block
 
@@ -100,6 +102,7 @@ def count_request(request: Mapping[str, Any]) -> int:
     if not isinstance(messages, list) or not messages:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")
     enc = encoding(encoding_name_for(request["model"]))
+    messages, images = _images_apart(messages, request["model"])
     messages = as_rendered(messages)
     tools = _functions(request)
     # The system message carries the tool block, then the response format (harmony's order).
@@ -108,7 +111,7 @@ def count_request(request: Mapping[str, Any]) -> int:
         appended.append(response_format_text(request.get("response_format")))
     if appended:
         messages = _appended_to_system(messages, "\n\n".join(appended))
-    total = count_messages(messages, enc)
+    total = count_messages(messages, enc) + images
     if tools:
         choice = request.get("tool_choice", _legacy_choice(request.get("function_call")))
         total += TOOL_BLOCK_ADJUSTMENT + _tool_choice_tokens(choice, enc)
@@ -121,6 +124,30 @@ TOOL_CHOICE_NAMED = 7
 
 TOOL_CHOICE_TOKENS = {None: 0, "auto": 0, "none": -3, "required": -4}
 """What the other ``tool_choice`` values add (measured on recorded requests)."""
+
+
+UNKNOWN_IMAGE_SIZE = (1024, 1024)
+"""The size assumed for an image given by a remote URL, whose size cannot be known offline."""
+
+
+def _images_apart(messages: list, model: str) -> tuple[list, int]:
+    """The messages without the image parts of user messages, and what those images cost
+    ``model`` (by :func:`ctxlab.images.image_cost`)."""
+    kept, cost = [], 0
+    for message in messages:
+        if isinstance(message, Mapping) and message.get("role") == "user" and isinstance(message.get("content"), list):
+            content = message["content"]
+            parts = []
+            for part in content:
+                image = part.get("image_url") if isinstance(part, Mapping) and part.get("type") == "image_url" else None
+                if isinstance(image, Mapping) and isinstance(image.get("url"), str):
+                    size = image_size(image["url"]) or UNKNOWN_IMAGE_SIZE
+                    cost += image_cost(model, *size, detail=image.get("detail") or "auto")
+                else:
+                    parts.append(part)
+            message = {**message, "content": parts}
+        kept.append(message)
+    return kept, cost
 
 
 def _legacy_choice(function_call: Any) -> Any:
