@@ -172,36 +172,40 @@ def _tool_choice_tokens(choice: Any, enc: tiktoken.Encoding) -> int:
     return TOOL_CHOICE_TOKENS[choice]
 
 
-def _without_titles(schema: Any) -> Any:
-    """``schema`` without its ``title`` keywords (a property named ``title`` stays)."""
+def _as_shown(schema: Any, depth: int = 0) -> Any:
+    """``schema`` as the response-format text shows it: without ``additionalProperties: false``
+    and without the ``title`` of anything below the top level (a property named ``title``
+    stays)."""
     if isinstance(schema, list):
-        return [_without_titles(item) for item in schema]
+        return [_as_shown(item, depth + 1) for item in schema]
     if not isinstance(schema, Mapping):
         return schema
     kept = {}
     for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
+        if (key == "additionalProperties" and value is False) or (key == "title" and isinstance(value, str) and depth):
             continue
         if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
-            kept[key] = {name: _without_titles(item) for name, item in value.items()}
+            kept[key] = {name: _as_shown(item, depth + 1) for name, item in value.items()}
         else:
-            kept[key] = _without_titles(value)
+            kept[key] = _as_shown(value, depth + 1)
     return kept
 
 
 def response_format_text(response_format: Any) -> str:
     """The text a ``json_schema`` response format adds to the system message: the published
     harmony layout (``# Response Formats``, the schema's name, its description as a comment,
-    the schema as compact JSON), with the schema's ``title`` keywords left out, as the bills
-    show. ``json_object`` and ``text`` add no text.
+    the schema as compact JSON), the schema as :func:`_as_shown` leaves it (no
+    ``additionalProperties: false``, no titles below the top), as the bills show.
+    ``json_object`` and ``text`` add no text.
 
     >>> print(response_format_text({"type": "json_schema", "json_schema": {"name": "joke",
-    ...     "schema": {"type": "object", "title": "Joke", "properties": {"joke": {"type": "string"}}}}}))
+    ...     "schema": {"type": "object", "title": "Joke", "additionalProperties": False,
+    ...                "properties": {"joke": {"type": "string", "title": "Joke"}}}}}))
     # Response Formats
     <BLANKLINE>
     ## joke
     <BLANKLINE>
-    {"type":"object","properties":{"joke":{"type":"string"}}}
+    {"type":"object","title":"Joke","properties":{"joke":{"type":"string"}}}
     """
     if response_format is None:
         return ""
@@ -217,7 +221,7 @@ def response_format_text(response_format: Any) -> str:
     text = f"# Response Formats\n\n## {spec['name']}\n\n"
     if isinstance(spec.get("description"), str):
         text += f"// {spec['description']}\n"
-    schema = _without_titles(spec.get("schema", {}))
+    schema = _as_shown(spec.get("schema", {}))
     return text + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
 
 
