@@ -122,7 +122,7 @@ def count_request(request: Mapping[str, Any]) -> int:
 TOOL_CHOICE_NAMED = 7
 """Tokens a ``tool_choice`` naming a function adds besides the function's name (measured)."""
 
-TOOL_CHOICE_TOKENS = {None: 0, "auto": 0, "none": -3, "required": -4}
+TOOL_CHOICE_TOKENS = {None: 0, "auto": 0, "none": -3, "required": -2}
 """What the other ``tool_choice`` values add (measured on recorded requests)."""
 
 

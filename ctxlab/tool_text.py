@@ -22,19 +22,25 @@ The rules are those of the renderer OpenAI publishes with its open-weight models
 (harmony: https://github.com/openai/harmony, ``src/encoding.rs``; the cookbook's "How to count
 tokens with tiktoken" approximates the same text with per-function and per-property constants):
 
-* each function is a ``type`` line under its description, one ``//`` comment per line of it;
-  a function with ``parameters`` takes ``(_: {...})``, one without takes ``()``;
+* each function is a ``type`` line under a ``//`` comment holding its description; a function
+  with parameters takes ``(_: {...})``, one without takes ``()``;
 * each property is a line ``name: type,`` (``name?:`` when not required) under a comment for
-  its ``title`` (then an empty ``//``), its ``description`` (one comment, newlines kept) and
-  its ``examples``; a ``default`` follows the comma as ``// default: ...``;
+  its ``title`` (then an empty ``//``), its ``description`` and its ``examples``; a ``default``
+  follows the comma as ``// default: ...``;
 * ``string`` with an ``enum`` is the union of the quoted values; ``integer`` is ``number``; an
   array is ``T[]`` (``Array<any>`` without ``items``); a list of types is their union; a nested
   object is indented four spaces more; ``oneOf`` lists its variants on ``|`` lines; anything
   else (``anyOf`` included) is ``any``.
 
-What the published renderer does not say, measured on recorded requests (``tests/test_billing.py``):
-the gpt-5 family adds :data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools, and
-``ctxlab.billing`` adds :data:`ctxlab.billing.TOOL_BLOCK_ADJUSTMENT` to every tool block.
+Where the bills of recorded requests (``tests/test_billing.py``) disagree with the published
+renderer, the bills win, and the difference is named here:
+
+* a function's description is one comment with its newlines kept, as a property's is (the
+  published renderer starts every line with ``//``); an empty description has no comment;
+* a property whose type is an object shows no description, neither above it nor above its
+  ``{`` (the published renderer shows both);
+* the gpt-5 family adds :data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools, and
+  ``ctxlab.billing`` adds :data:`ctxlab.billing.TOOL_BLOCK_ADJUSTMENT` to every tool block.
 
 >>> print(render_functions([{"type": "function", "function": {"name": "ping",
 ...     "description": "Check a host", "parameters": {"type": "object",
@@ -108,17 +114,16 @@ def _type(schema: Any, indent: str) -> str:
 
 
 def _object(schema: Mapping[str, Any], indent: str) -> str:
-    """An object type: a comment for its description, then each property on its own line under
-    its title, description and examples, with ``?`` when not required and its default after."""
-    out = f"{indent}// {schema['description']}\n" if isinstance(schema.get("description"), str) else ""
-    out += "{\n"
+    """An object type: each property on its own line under its title, description (unless the
+    property is itself an object) and examples, with ``?`` when not required, its default after."""
+    out = "{\n"
     required = {name for name in schema.get("required") or [] if isinstance(name, str)}
     properties = schema.get("properties")
     for name, prop in (properties.items() if isinstance(properties, Mapping) else ()):
         prop = prop if isinstance(prop, Mapping) else {}
         if isinstance(prop.get("title"), str):
             out += f"{indent}// {prop['title']}\n{indent}//\n"
-        if isinstance(prop.get("description"), str):
+        if isinstance(prop.get("description"), str) and prop.get("type") != "object":
             out += f"{indent}// {prop['description']}\n"
         examples = [example for example in prop.get("examples") or [] if isinstance(example, str)]
         if examples:
@@ -140,8 +145,8 @@ def render_functions(tools: Sequence[Mapping[str, Any]]) -> str:
     for tool in tools:
         function = _function(tool)
         description = function.get("description")
-        if isinstance(description, str):
-            lines += [f"// {line}" for line in description.splitlines()]
+        if isinstance(description, str) and description:
+            lines.append(f"// {description}")
         parameters = function.get("parameters")
         if isinstance(parameters, Mapping):
             lines.append(f"type {function['name']} = (_: {_type(parameters, '')}) => any;\n")
