@@ -173,16 +173,15 @@ def _tool_choice_tokens(choice: Any, enc: tiktoken.Encoding) -> int:
 
 
 def _as_shown(schema: Any, depth: int = 0) -> Any:
-    """``schema`` as the response-format text shows it: without ``additionalProperties: false``
-    and without the ``title`` of anything below the top level (a property named ``title``
-    stays)."""
+    """``schema`` as the response-format text shows it: below the top level, without
+    ``additionalProperties: false`` and without titles (a property named ``title`` stays)."""
     if isinstance(schema, list):
         return [_as_shown(item, depth + 1) for item in schema]
     if not isinstance(schema, Mapping):
         return schema
     kept = {}
     for key, value in schema.items():
-        if (key == "additionalProperties" and value is False) or (key == "title" and isinstance(value, str) and depth):
+        if depth and ((key == "additionalProperties" and value is False) or (key == "title" and isinstance(value, str))):
             continue
         if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
             kept[key] = {name: _as_shown(item, depth + 1) for name, item in value.items()}
@@ -195,7 +194,7 @@ def response_format_text(response_format: Any) -> str:
     """The text a ``json_schema`` response format adds to the system message: the published
     harmony layout (``# Response Formats``, the schema's name, its description as a comment,
     the schema as compact JSON), the schema as :func:`_as_shown` leaves it (no
-    ``additionalProperties: false``, no titles below the top), as the bills show.
+    ``additionalProperties: false`` and no titles below the top level), as the bills show.
     ``json_object`` and ``text`` add no text.
 
     >>> print(response_format_text({"type": "json_schema", "json_schema": {"name": "joke",
@@ -205,7 +204,7 @@ def response_format_text(response_format: Any) -> str:
     <BLANKLINE>
     ## joke
     <BLANKLINE>
-    {"type":"object","title":"Joke","properties":{"joke":{"type":"string"}}}
+    {"type":"object","title":"Joke","additionalProperties":false,"properties":{"joke":{"type":"string"}}}
     """
     if response_format is None:
         return ""

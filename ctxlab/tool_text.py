@@ -30,7 +30,7 @@ tokens with tiktoken" approximates the same text with per-function and per-prope
 * ``string`` with an ``enum`` is the union of the quoted values; ``integer`` is ``number``; an
   array is ``T[]`` (``Array<any>`` without ``items``); a list of types is their union; a nested
   object is indented four spaces more; ``oneOf`` lists its variants on ``|`` lines; anything
-  else (``anyOf`` included) is ``any``.
+  else is ``any``.
 
 Where the bills of recorded requests (``tests/test_billing.py``) disagree with the published
 renderer, the bills win, and the difference is named here:
@@ -38,7 +38,9 @@ renderer, the bills win, and the difference is named here:
 * a function's description is one comment with its newlines kept, as a property's is (the
   published renderer starts every line with ``//``); an empty description has no comment;
 * a property whose type is an object shows no description, neither above it nor above its
-  ``{`` (the published renderer shows both);
+  ``{`` (the published renderer shows both), and only top-level properties show a title;
+* ``anyOf`` is the union of its options (the published renderer writes ``any``), and a local
+  ``$ref`` (``#/$defs/...``) is replaced by the definition it names;
 * the gpt-5 family adds :data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools, and
   ``ctxlab.billing`` adds :data:`ctxlab.billing.TOOL_BLOCK_ADJUSTMENT` to every tool block.
 
@@ -88,12 +90,33 @@ def _default(value: Any, schema: Mapping[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _inlined(schema: Any, root: Mapping[str, Any], open_refs: tuple[str, ...] = ()) -> Any:
+    """``schema`` with each local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) replaced by the
+    definition it names; a definition that refers to itself is left as ``any`` inside itself."""
+    if isinstance(schema, list):
+        return [_inlined(item, root, open_refs) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for step in ref[2:].split("/"):
+            target = target.get(step) if isinstance(target, Mapping) else None
+        if not isinstance(target, Mapping) or ref in open_refs:
+            return {}
+        merged = {**target, **{key: value for key, value in schema.items() if key != "$ref"}}
+        return _inlined(merged, root, (*open_refs, ref))
+    return {key: _inlined(value, root, open_refs) for key, value in schema.items() if key not in ("$defs", "definitions")}
+
+
 def _type(schema: Any, indent: str) -> str:
     """The TypeScript-like type of a JSON schema, as the rendering spells it."""
     if not isinstance(schema, Mapping):
         return "any"
     if isinstance(schema.get("oneOf"), list):
         return "".join(f"\n{indent} | {_type(option, indent + '   ')}" for option in schema["oneOf"])
+    if isinstance(schema.get("anyOf"), list):
+        return " | ".join(_type(option, indent) for option in schema["anyOf"])
     kind = schema.get("type")
     if isinstance(kind, list):
         names = ["number" if one == "integer" else one for one in kind if isinstance(one, str)]
@@ -114,15 +137,16 @@ def _type(schema: Any, indent: str) -> str:
 
 
 def _object(schema: Mapping[str, Any], indent: str) -> str:
-    """An object type: each property on its own line under its title, description (unless the
-    property is itself an object) and examples, with ``?`` when not required, its default after."""
+    """An object type: each property on its own line under its title (top level only),
+    description (unless the property is itself an object) and examples, with ``?`` when not
+    required, its default after."""
     out = "{\n"
     required = {name for name in schema.get("required") or [] if isinstance(name, str)}
     properties = schema.get("properties")
     for name, prop in (properties.items() if isinstance(properties, Mapping) else ()):
         prop = prop if isinstance(prop, Mapping) else {}
-        if isinstance(prop.get("title"), str):
-            out += f"{indent}// {prop['title']}\n{indent}//\n"
+        if isinstance(prop.get("title"), str) and not indent:
+            out += f"// {prop['title']}\n//\n"
         if isinstance(prop.get("description"), str) and prop.get("type") != "object":
             out += f"{indent}// {prop['description']}\n"
         examples = [example for example in prop.get("examples") or [] if isinstance(example, str)]
@@ -149,7 +173,7 @@ def render_functions(tools: Sequence[Mapping[str, Any]]) -> str:
             lines.append(f"// {description}")
         parameters = function.get("parameters")
         if isinstance(parameters, Mapping):
-            lines.append(f"type {function['name']} = (_: {_type(parameters, '')}) => any;\n")
+            lines.append(f"type {function['name']} = (_: {_type(_inlined(parameters, parameters), '')}) => any;\n")
         else:
             lines.append(f"type {function['name']} = () => any;\n")
     lines.append("} // namespace functions")
