@@ -297,15 +297,15 @@ def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The request's function tools and legacy ``functions``, checked."""
     tools = list(request.get("tools") or []) + list(request.get("functions") or [])
     for index, tool in enumerate(tools):
+        if isinstance(tool, Mapping) and tool.get("type", "function") != "function":
+            raise ValueError(
+                f"tool {index} is of type {tool.get('type')!r}: only function tools are rendered by a "
+                "published rule; count the request without it"
+            )
         function = tool.get("function", tool) if isinstance(tool, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise ValueError(
                 f"tool {index}: expected {{'type': 'function', 'function': {{'name': ..., 'parameters': ...}}}}"
                 f", got {str(tool)[:80]}"
-            )
-        if isinstance(tool, Mapping) and tool.get("type", "function") != "function":
-            raise ValueError(
-                f"tool {index} is of type {tool.get('type')!r}: only function tools are rendered by a "
-                "published rule; count the request without it"
             )
     return tools

@@ -35,8 +35,11 @@ tokens with tiktoken" approximates the same text with per-function and per-prope
 Where the bills of recorded requests (``tests/test_billing.py``) disagree with the published
 renderer, the bills win, and the difference is named here:
 
-* a function's description is one comment with its newlines kept, as a property's is (the
-  published renderer starts every line with ``//``); an empty description has no comment;
+* a function's description is one comment with its newlines kept, as a property's is, each of
+  its lines stripped of surrounding spaces (the published renderer starts every line with
+  ``//`` and keeps a docstring's indentation); an empty description has no comment;
+* parameters with no properties that allow no others (``additionalProperties: false``) make a
+  function that takes ``()``; with no properties but others allowed, it takes ``(_: {})``;
 * a property whose type is an object shows no description, neither above it nor above its
   ``{`` (the published renderer shows both), and only top-level properties show a title;
 * ``anyOf`` is the union of its options (the published renderer writes ``any``), and a local
@@ -169,10 +172,11 @@ def render_functions(tools: Sequence[Mapping[str, Any]]) -> str:
     for tool in tools:
         function = _function(tool)
         description = function.get("description")
-        if isinstance(description, str) and description:
-            lines.append(f"// {description}")
+        if isinstance(description, str) and description.strip():
+            lines.append("// " + "\n".join(line.strip() for line in description.strip().splitlines()))
         parameters = function.get("parameters")
-        if isinstance(parameters, Mapping):
+        if isinstance(parameters, Mapping) and (
+                parameters.get("properties") or parameters.get("additionalProperties") is not False):
             lines.append(f"type {function['name']} = (_: {_type(_inlined(parameters, parameters), '')}) => any;\n")
         else:
             lines.append(f"type {function['name']} = () => any;\n")
