@@ -10,7 +10,11 @@ encoding of a model by name.
 
 Messages are counted with the OpenAI chat formula (the cookbook's ``num_tokens_from_messages``
 for gpt-4): 3 tokens per message, the tokens of every string field, 1 more when ``name`` is
-set, and 3 for priming the reply. Fields the formula does not cover are counted by these rules:
+set, and 3 for priming the reply. This is the course's rule. What the API bills for a request
+differs where tools are involved (a tool result's ``tool_call_id`` is not billed, schemas are
+billed as typed text, images by the model's own rate): :func:`ctxlab.count_request` counts
+that, and ``tests/test_billing.py`` measures it against recorded bills. Fields the formula does
+not cover are counted by these rules:
 
 * ``content: None`` counts nothing (an assistant message that only calls tools).
 * ``content`` given as a list of parts counts each part by the rule of its type (text and
