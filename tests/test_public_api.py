@@ -12,7 +12,8 @@ import pytest
 import ctxlab
 
 CONTRACT = {  # names DESIGN.md promises; tests, lessons and benchmarks rely on them
-    "encoding", "count_messages", "turn_groups", "pairs_ok", "fit", "BudgetError", "ContextBudget",
+    "encoding", "count_messages", "count_request", "turn_groups", "pairs_ok", "fit", "BudgetError",
+    "ContextBudget",
 }
 
 
