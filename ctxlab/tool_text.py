@@ -90,7 +90,7 @@ def _default(value: Any, schema: Mapping[str, Any]) -> str:
     property is an enum)."""
     if isinstance(value, str):
         return value if schema.get("enum") else f'"{value}"'
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))  # as serde_json displays it
 
 
 def _inlined(schema: Any, root: Mapping[str, Any], open_refs: tuple[str, ...] = ()) -> Any:

@@ -288,3 +288,25 @@ def test_images_follow_the_model_and_files_are_refused():
     custom = {"type": "custom", "custom": {"name": "grep"}}
     with pytest.raises(ValueError, match="custom"):
         ctxlab.count_request({"model": "gpt-5", "messages": [text_only], "tools": [custom]})
+
+
+def test_histories_straight_from_the_api_and_long_runs_are_counted():
+    """SDK dumps (refusal, annotations, audio and function_call set to None or []) count as the
+    plain dicts do; an SDK object gets the error that names the fix; a 1,000-lap run is counted
+    whole, each tool result authored by its function."""
+    tools = ctxlab.load_tools("research")
+    call = _call("c1", name="web_search", arguments="{}")
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    dumped = [plain[0], {**plain[1], "refusal": None, "annotations": [], "audio": None, "function_call": None},
+              plain[2]]
+    assert ctxlab.count_request({"model": "gpt-4o-mini", "messages": dumped, "tools": tools}) == ctxlab.count_request(
+        {"model": "gpt-4o-mini", "messages": plain, "tools": tools})
+    from openai.types.chat import ChatCompletionMessage
+
+    with pytest.raises(ctxlab.MessageError, match="as_message"):
+        ctxlab.count_request({"model": "gpt-4o", "messages": [ChatCompletionMessage(role="assistant", content="hi")]})
+    run = ctxlab.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.load_transcript("research"), 1_000))
+    rendered = ctxlab.billing.as_rendered(run)
+    assert not any(m["role"] == "tool" or "tool_call_id" in m for m in rendered)
+    assert ctxlab.count_request({"model": "gpt-4o", "messages": run, "tools": tools}) > 1_000_000

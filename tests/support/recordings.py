@@ -111,15 +111,17 @@ def shared() -> Iterator[Recorded]:
 
 
 def real() -> Iterator[Recorded]:
-    """The requests behind ``data/real/``: each file's messages (less the reply appended to
-    those that end in one) with its tools, as billed."""
+    """The requests behind ``data/real/`` (read with :func:`ctxlab.transcripts.load_real`): each
+    file's messages, less the reply ``convert.py`` appended to those that end in one, with its
+    tools, as billed."""
+    from ctxlab.transcripts import load_real
+
     sources = json.loads((REAL / "sources.json").read_text(encoding="utf-8"))
-    for name, entry in sorted(sources.items()):
-        messages = [json.loads(line) for line in (REAL / f"{name}.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    for name in sorted(sources):
+        messages, tools, entry = load_real(name)
         if messages and messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls"):
             messages = messages[:-1]  # the reply convert.py appended: not part of the request
         request: dict[str, Any] = {"model": entry["model"], "messages": messages}
-        tools_file = REAL / f"{name}.tools.json"
-        if tools_file.exists():
-            request["tools"] = json.loads(tools_file.read_text(encoding="utf-8"))
+        if tools:
+            request["tools"] = tools
         yield Recorded(f"data/real/{name}", request, entry["prompt_tokens"], "real")

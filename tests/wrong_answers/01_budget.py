@@ -591,6 +591,12 @@ def count_chat(messages, enc=None):
     return _copy(messages, enc)
 ''', fails=['count-chat-visible', 'count-chat-transcripts']),
 ]
+ATTACKS += [
+    dict(name='count-chat-through-count-request', cell='count-chat', source='''
+def count_chat(messages, enc=None):
+    return ctxlab.count_request({"model": "gpt-4", "messages": messages})
+''', fails=['count-chat-per-message-overhead']),
+]
 
 WRONG_ANSWERS += [
     dict(name='empty-name-costs-no-extra-token', cell='count-chat', source='''
