@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ctxlab
+from ctxlab.calls import PARALLEL_CALL, parallel_arguments
 from ctxlab.pieces import text_counter
-from ctxlab.tokens import REPLY_PRIMING
+from ctxlab.tokens import REPLY_PRIMING, RESULT_AUTHOR
+
+_TOOL_ROLE = 1  # tokens of "tool" in cl100k_base and o200k_base
 
 Message = dict[str, Any]
 
@@ -48,20 +51,29 @@ class Outcome:
 
 
 def counted_strings(message: Message) -> list[str]:
-    """The strings the counting rule encodes for one message (course keys left out).
+    """The strings the counting rule encodes for one message (course keys left out): a tool
+    result without its ``tool_call_id`` and ``name``, several calls as one parallel call, and
+    each call's result author (``functions.NAME``).
 
     >>> counted_strings({"role": "tool", "tool_call_id": "c1", "content": "ok", "step": 3})
-    ['tool', 'c1', 'ok']
+    ['tool', 'ok']
     """
     strings = []
+    result = message.get("role") == "tool"
     for key, value in message.items():
-        if key in ctxlab.COURSE_KEYS or value is None:
+        if key in ctxlab.COURSE_KEYS or value is None or (result and key in ("tool_call_id", "name")):
             continue
         if isinstance(value, str):
             strings.append(value)
         elif key == "tool_calls":
+            parallel = parallel_arguments(value)
+            if parallel is not None:
+                strings += [PARALLEL_CALL, parallel]
             for call in value:
-                strings += [call["function"]["name"], call["function"]["arguments"]]
+                if parallel is None:
+                    strings += [call["function"]["name"], call["function"]["arguments"]]
+                strings.append(RESULT_AUTHOR + call["function"]["name"])
+            strings += ["tool"] if value else []  # the role each result's author replaces
         elif key == "content":
             strings += [part["text"] for part in value]
     return strings
@@ -73,20 +85,36 @@ def floor(messages: Sequence[Message], encoding: Any = None) -> Outcome:
     work = fixed = calls = 0
     for message in messages:
         fixed += ctxlab.tokens.TOKENS_PER_MESSAGE
+        result = message.get("role") == "tool"
         for key, value in message.items():
             if key == "step" or key == "pinned" or value is None:
                 continue
             if value.__class__ is str:
+                if result and (key == "tool_call_id" or key == "name"):
+                    continue
                 work += len(encode(value))
                 calls += 1
                 if key == "name":
                     fixed += ctxlab.tokens.TOKENS_PER_NAME
             elif key == "tool_calls":
-                for call in value:
-                    function = call["function"]
-                    work += len(encode(function["name"])) + len(encode(function["arguments"]))
+                parallel = parallel_arguments(value) if len(value) > 1 else None
+                if parallel is not None:
+                    work += len(encode(PARALLEL_CALL)) + len(encode(parallel))
                     fixed += ctxlab.tokens.TOKENS_PER_TOOL_CALL
                     calls += 2
+                for call in value:
+                    function = call["function"]
+                    if parallel is None:
+                        work += len(encode(function["name"])) + len(encode(function["arguments"]))
+                        fixed += ctxlab.tokens.TOKENS_PER_TOOL_CALL
+                        calls += 2
+                    work += len(encode(RESULT_AUTHOR + function["name"]))
+                    calls += 1
+                if value:
+                    role = len(encode("tool"))  # the role each result's author replaces
+                    work += role
+                    fixed -= role * (len(value) + 1)
+                    calls += 1
             else:
                 for part in value:
                     work += len(encode(part["text"]))
@@ -221,6 +249,11 @@ def seed_work(messages: Sequence[Message], allowance: int, *, keep_recent: int =
 
 
 def _fixed_overhead(message: Message) -> int:
-    """The tokens of a message's count that are not produced by the tokenizer."""
-    extra = ctxlab.tokens.TOKENS_PER_NAME if isinstance(message.get("name"), str) else 0
-    return extra + ctxlab.tokens.TOKENS_PER_TOOL_CALL * len(message.get("tool_calls") or ())
+    """The tokens of a message's count that are not produced by the tokenizer (a call's result
+    author replaces the role 'tool', one token, so each call takes that token back)."""
+    result = message.get("role") == "tool"
+    extra = ctxlab.tokens.TOKENS_PER_NAME if isinstance(message.get("name"), str) and not result else 0
+    calls = message.get("tool_calls") or ()
+    parallel = parallel_arguments(list(calls)) is not None
+    taken_back = _TOOL_ROLE * (len(calls) + 1) if calls else 0  # "tool" once encoded, once per call replaced
+    return extra + ctxlab.tokens.TOKENS_PER_TOOL_CALL * (1 if parallel else len(calls)) - taken_back

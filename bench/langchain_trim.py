@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import ctxlab
+from ctxlab.calls import PARALLEL_CALL, parallel_arguments
+from ctxlab.tokens import RESULT_AUTHOR
 
 SETTINGS = {"strategy": "last", "include_system": True, "allow_partial": False, "start_on": ("human", "ai")}
 ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
@@ -69,13 +71,22 @@ class TiktokenCounter:
         total = calls = 0
         for message in messages:
             strings = [ROLES[message.type], message.content]
-            if message.type == "tool":
-                strings.append(message.tool_call_id)
-            elif message.type == "ai":
-                for call in message.tool_calls:
-                    strings += [call["name"], json.dumps(call["args"])]
+            if message.type == "ai" and message.tool_calls:
+                # ctxlab's rule: several calls read as one parallel call, each result as
+                # written by functions.NAME rather than "tool" (counted with the call).
+                sent = [{"function": {"name": call["name"], "arguments": json.dumps(call["args"])}}
+                        for call in message.tool_calls]
+                parallel = parallel_arguments(sent)
+                for call in sent:
+                    if parallel is None:
+                        strings += [call["function"]["name"], call["function"]["arguments"]]
+                        total += ctxlab.tokens.TOKENS_PER_TOOL_CALL
+                    strings.append(RESULT_AUTHOR + call["function"]["name"])
+                if parallel is not None:
+                    strings += [PARALLEL_CALL, parallel]
                     total += ctxlab.tokens.TOKENS_PER_TOOL_CALL
-            if message.name:
+                total -= len(sent) * len(encode("tool"))
+            if message.name and message.type != "tool":
                 strings.append(message.name)
                 total += ctxlab.tokens.TOKENS_PER_NAME
             total += ctxlab.tokens.TOKENS_PER_MESSAGE + sum(len(encode(text)) for text in strings)

@@ -4,8 +4,8 @@
 the API reports for it, with the model's own encoding. It counts the prompt the model reads, not
 the JSON that was sent:
 
-* messages by the chat formula (:func:`ctxlab.count_messages`), with each tool exchange as the
-  model sees it (:func:`as_rendered`): a tool result is authored by ``functions.NAME`` and its
+* messages by :func:`ctxlab.count_messages`, which reads each tool exchange as the model does
+  (:func:`as_rendered` shows it): a tool result is authored by ``functions.NAME`` and its
   ``tool_call_id`` is not shown; parallel calls are one ``multi_tool_use.parallel`` call;
 * ``tools`` (or legacy ``functions``) as the typed namespace of :mod:`ctxlab.tool_text`,
   appended to the first system message (or in one of its own), then a ``json_schema``
@@ -31,6 +31,7 @@ from typing import Any
 
 import tiktoken
 
+from .calls import PARALLEL_CALL, parallel_arguments
 from .errors import MessageError
 from .images import image_cost
 from .parts import image_size
@@ -103,7 +104,6 @@ def count_request(request: Mapping[str, Any]) -> int:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")
     enc = encoding(encoding_name_for(request["model"]))
     messages, images = _images_apart(messages, request["model"])
-    messages = as_rendered(messages)
     tools = _functions(request)
     # The system message carries the tool block, then the response format (harmony's order).
     appended = [tool_block(tools)] if tools else []
@@ -240,7 +240,8 @@ def as_rendered(messages: list) -> list:
     """The messages as the model reads a tool exchange: a tool result is authored by the
     function it answers (``functions.NAME``, found through its ``tool_call_id``, which is not
     itself shown), and several calls in one assistant message are one call to
-    ``multi_tool_use.parallel`` whose arguments list them.
+    ``multi_tool_use.parallel`` whose arguments list them. It is for reading:
+    :func:`ctxlab.count_messages` already counts the original messages this way.
 
     >>> call = {"id": "c1", "type": "function", "function": {"name": "ping", "arguments": "{}"}}
     >>> as_rendered([{"role": "assistant", "content": None, "tool_calls": [call]},
@@ -258,8 +259,10 @@ def as_rendered(messages: list) -> list:
             for call in calls:
                 if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
                     names[call.get("id")] = call["function"].get("name")
-            if len(calls) > 1 and all(_plain_call(call) for call in calls):
-                message = {**message, "tool_calls": [_parallel(calls)]}
+            parallel = parallel_arguments(calls)
+            if parallel is not None:
+                message = {**message, "tool_calls": [
+                    {"type": "function", "function": {"name": PARALLEL_CALL, "arguments": parallel}}]}
         if message.get("role") == "tool":
             name = names.get(message.get("tool_call_id")) or message.get("name")
             message = {key: value for key, value in message.items() if key not in ("tool_call_id", "name")}
@@ -267,25 +270,6 @@ def as_rendered(messages: list) -> list:
                 message["role"] = f"functions.{name}"
         rendered.append(message)
     return rendered
-
-
-def _plain_call(call: Any) -> bool:
-    function = call.get("function") if isinstance(call, Mapping) else None
-    return isinstance(function, Mapping) and isinstance(function.get("name"), str) and isinstance(function.get("arguments"), str)
-
-
-def _parallel(calls: list) -> dict:
-    """Several function calls as the one ``multi_tool_use.parallel`` call the model makes."""
-    uses = []
-    for call in calls:
-        function = call["function"]
-        try:
-            parameters = json.loads(function["arguments"]) if function["arguments"].strip() else {}
-        except ValueError:
-            parameters = function["arguments"]
-        uses.append({"recipient_name": f"functions.{function['name']}", "parameters": parameters})
-    arguments = json.dumps({"tool_uses": uses}, ensure_ascii=False, separators=(",", ":"))
-    return {"type": "function", "function": {"name": "multi_tool_use.parallel", "arguments": arguments}}
 
 
 TOOL_BLOCK_ADJUSTMENT = -1

@@ -27,9 +27,10 @@ from typing import Any
 
 import tiktoken
 
-from .calls import call_parts
+from .calls import PARALLEL_CALL, call_parts, parallel_arguments
 from .tokens import (
     COURSE_KEYS,
+    RESULT_AUTHOR,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_TOOL_CALL,
     count_message,
@@ -61,16 +62,24 @@ def message_token_ids(message: Message, enc: tiktoken.Encoding | None = None) ->
     for key, value in message.items():
         if key in COURSE_KEYS or value is None:
             continue
+        if message.get("role") == "tool" and key in ("tool_call_id", "name"):
+            continue  # not read by the model: the result's author is named instead
         if isinstance(value, str):
             ids += enc.encode_ordinary(value)
             if key == "name":
                 ids.append(_NAME)
         elif key == "tool_calls":
+            parallel = parallel_arguments(value)
+            if parallel is not None:
+                ids += [_CALL] * TOKENS_PER_TOOL_CALL + enc.encode_ordinary(PARALLEL_CALL) + enc.encode_ordinary(parallel)
             for call in value:
                 name, arguments = call_parts(call) or ("", "")
-                ids += [_CALL] * TOKENS_PER_TOOL_CALL
-                ids += enc.encode_ordinary(name)
-                ids += enc.encode_ordinary(arguments)
+                if parallel is None:
+                    ids += [_CALL] * TOKENS_PER_TOOL_CALL
+                    ids += enc.encode_ordinary(name)
+                    ids += enc.encode_ordinary(arguments)
+                # what naming the call's result (functions.NAME, not 'tool') adds to it
+                ids += enc.encode_ordinary(RESULT_AUTHOR + name)[len(enc.encode_ordinary("tool")):]
         elif key == "content" and isinstance(value, list):
             for part in value:
                 ids += enc.encode_ordinary(part.get("text", ""))

@@ -17,13 +17,44 @@ their name and their input text. A call without ``type`` is a function call, as 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CALL_TYPES", "call_parts", "call_problem"]
+__all__ = ["CALL_TYPES", "PARALLEL_CALL", "call_parts", "call_problem", "parallel_arguments"]
 
 CALL_TYPES = {"function": "arguments", "custom": "input"}
 """Each call type the API has, and the field of its nested object that holds the call's input."""
+
+
+PARALLEL_CALL = "multi_tool_use.parallel"
+"""The one call the model reads when an assistant message makes several function calls."""
+
+
+def parallel_arguments(calls: Any) -> str | None:
+    """The arguments of the one :data:`PARALLEL_CALL` the model reads for ``calls``, or ``None``
+    when they are not two or more function calls with string arguments (then each call is
+    read as it is). Arguments that are JSON are re-serialised compactly; others are kept as
+    their text.
+
+    >>> parallel_arguments([{"function": {"name": "a", "arguments": '{"x": 1}'}},
+    ...                     {"function": {"name": "b", "arguments": ""}}])
+    '{"tool_uses":[{"recipient_name":"functions.a","parameters":{"x":1}},{"recipient_name":"functions.b","parameters":{}}]}'
+    """
+    if not isinstance(calls, list) or len(calls) < 2:
+        return None
+    uses = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if (call.get("type", "function") != "function" or not isinstance(function, Mapping)
+                or not isinstance(function.get("name"), str) or not isinstance(function.get("arguments"), str)):
+            return None
+        try:
+            parameters = json.loads(function["arguments"]) if function["arguments"].strip() else {}
+        except ValueError:
+            parameters = function["arguments"]
+        uses.append({"recipient_name": f"functions.{function['name']}", "parameters": parameters})
+    return json.dumps({"tool_uses": uses}, ensure_ascii=False, separators=(",", ":"))
 
 
 def call_parts(call: Any) -> tuple[str, str] | None:

@@ -511,7 +511,7 @@ def assembler(build: Callable[..., Any] | None = None, **options: Any) -> Callab
 
     >>> import ctxlab
     >>> layouts = TranscriptLayout(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
-    >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=600)
+    >>> budget = ctxlab.ContextBudget(window=14_000, reserve_output=2_000, scratchpad_max=600)
     >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
     >>> view = layouts.layout(40, budget, policy=assembler(), scratchpad=pad)
     >>> view.policy, view.tokens("summary") > 0, view.tokens("scratchpad") > 0, view.over_budget

@@ -10,20 +10,25 @@ encoding of a model by name.
 
 Messages are counted with the OpenAI chat formula (the cookbook's ``num_tokens_from_messages``
 for gpt-4): 3 tokens per message, the tokens of every string field, 1 more when ``name`` is
-set, and 3 for priming the reply. This is the course's rule. What the API bills for a request
-differs where tools are involved (a tool result's ``tool_call_id`` is not billed, schemas are
-billed as typed text, images by the model's own rate): :func:`ctxlab.count_request` counts
-that, and ``tests/test_billing.py`` measures it against recorded bills. Fields the formula does
-not cover are counted by these rules:
+set, and 3 for priming the reply. Tool calls and their results, which the formula does not
+cover, are counted as the model reads them, the rule the bills of recorded requests show
+(``tests/test_billing.py``). :func:`ctxlab.count_request` adds what else a request bills (tool
+schemas as typed text, ``response_format``, images by the model's own rate). The rules:
 
+* each entry of ``tool_calls`` counts 3 tokens plus the tokens of its name and of its input:
+  a function call's ``arguments`` string, a custom call's ``input`` text (the call's ``id`` and
+  ``type`` are not counted; see :mod:`ctxlab.calls`); two or more function calls in one message
+  are read as one call to ``multi_tool_use.parallel`` listing them
+  (:func:`ctxlab.calls.parallel_arguments`); a legacy ``function_call`` counts as one tool call.
+* a tool result is read as written by ``functions.NAME``, NAME the function its call named; its
+  ``tool_call_id`` and ``name`` are not shown. So that each message's count stands alone (the
+  library sums them), the result counts its role ``tool`` and each call counts the difference
+  its result's author makes; on a request the API accepts (every call answered) the sum is the
+  same.
 * ``content: None`` counts nothing (an assistant message that only calls tools).
 * ``content`` given as a list of parts counts each part by the rule of its type (text and
   refusal parts by their text, images by OpenAI's published rule, audio by its length): see
   :mod:`ctxlab.parts`.
-* each entry of ``tool_calls`` counts 3 tokens plus the tokens of its name and of its input:
-  a function call's ``arguments`` string, a custom call's ``input`` text (the call's ``id`` and
-  ``type`` are not counted; see :mod:`ctxlab.calls`); a legacy ``function_call`` counts as
-  one tool call.
 * the keys the SDK adds to a reply: ``refusal`` (a string) counts its text; ``audio``
   (``{"id": ...}``) counts its id; ``annotations`` (the reply's citations) and any field set
   to ``None`` count nothing.
@@ -54,7 +59,7 @@ from typing import Any
 
 import tiktoken
 
-from .calls import CALL_TYPES, call_parts, call_problem
+from .calls import CALL_TYPES, PARALLEL_CALL, call_parts, call_problem, parallel_arguments
 from .errors import EncodingUnavailable, MessageError
 from .parts import part_problem, part_tokens
 from .pieces import text_counter
@@ -78,6 +83,12 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 TOKENS_PER_TOOL_CALL = 3
+
+RESULT_AUTHOR = "functions."
+"""A tool result is read as written by ``functions.NAME``, NAME the function its call named."""
+
+_UNSHOWN_IN_RESULTS = frozenset({"tool_call_id", "name"})
+"""A tool result's fields the model does not read: its author is named instead."""
 
 COURSE_KEYS = frozenset({"step", "pinned"})
 """Keys the course adds to messages; never counted, never sent to the API."""
@@ -282,6 +293,8 @@ def _message_tokens(
     for key, value in message.items():
         if key in COURSE_KEYS or value is None or key == "annotations":
             continue
+        if role == "tool" and key in _UNSHOWN_IN_RESULTS and isinstance(value, str):
+            continue
         if isinstance(value, str):
             total += encode(value)
             if key == "name":
@@ -305,20 +318,29 @@ def _message_tokens(
 
 
 def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
+    """The calls as the model reads them (one call, or one :data:`ctxlab.calls.PARALLEL_CALL`
+    for several function calls), plus what naming each call's result adds to that result."""
     if not isinstance(calls, list):
         raise MessageError(
             f"{_where(index)}: 'tool_calls' must be a list, got {type(calls).__name__}",
             index=index,
         )
-    total = 0
+    named = []
     for call in calls:
         parts = call_parts(call)
         if parts is None:
             problem = call_problem(call, need_id=False) or "each tool call needs 'function': {'name': str}"
             raise MessageError(f"{_where(index)}: {problem}", index=index)
-        name, arguments = parts
-        total += TOKENS_PER_TOOL_CALL + encode(name) + encode(arguments)
-    return total
+        named.append(parts)
+    if not named:
+        return 0
+    parallel = parallel_arguments(calls)
+    if parallel is not None:
+        total = TOKENS_PER_TOOL_CALL + encode(PARALLEL_CALL) + encode(parallel)
+    else:
+        total = sum(TOKENS_PER_TOOL_CALL + encode(name) + encode(arguments) for name, arguments in named)
+    # Each call's result is read as written by functions.NAME instead of by "tool".
+    return total + sum(encode(RESULT_AUTHOR + name) for name, _ in named) - len(named) * encode("tool")
 
 
 def _content_parts_tokens(parts: list, encode, index: int | None, role: Any, unknown_image: int | None) -> int:
@@ -357,7 +379,8 @@ def count_messages(
     """Tokens a message list costs as a prompt: each message, plus 3 for reply priming.
 
     Equals the OpenAI cookbook's ``num_tokens_from_messages`` for gpt-4 on plain string
-    messages; the module docstring gives the rules for the fields it does not cover.
+    messages other than tool results; the module docstring gives the rules for tool calls,
+    their results and the fields the cookbook does not cover.
 
     >>> count_messages([
     ...     {"role": "system", "content": "You are terse."},
@@ -655,9 +678,9 @@ class TokenCounter:
         >>> counter = TokenCounter()
         >>> result = {"role": "tool", "tool_call_id": "c1", "content": "head\\nmiddle\\ntail"}
         >>> counter._message_in_pieces(result, result["content"], (5, 12))
-        (11, [2, 2, 1])
+        (9, [2, 2, 1])
         >>> counter._message_in_pieces(result, result["content"], (5, 12)), count_message(result)
-        ((11, None), 11)
+        ((9, None), 9)
         """
         tokens, key = self._remembered(message)
         if tokens is not None:
@@ -683,7 +706,7 @@ class TokenCounter:
         >>> counter = TokenCounter()
         >>> view = {"role": "tool", "tool_call_id": "c1", "content": "head\\n[cut]\\ntail"}
         >>> counter._message_reusing(view, view["content"], "head\\n", 2, "tail", 1), count_message(view)
-        (12, 12)
+        (10, 10)
         """
         tokens, key = self._remembered(message)
         if tokens is not None:

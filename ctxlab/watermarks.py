@@ -196,7 +196,7 @@ def count_trims(
     >>> import ctxlab
     >>> research = ctxlab.load_transcript("research")
     >>> count_trims(research, high=12_000, low=6_000), count_trims(research, high=6_500, low=6_000)
-    (5, 16)
+    (5, 17)
     """
     trimmer = HighLowTrimmer(high, low, keep_recent=keep_recent, count=count)
     _prompts_per_call(history, trimmer)

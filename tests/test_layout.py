@@ -266,9 +266,9 @@ def test_a_scratchpad_that_is_not_written_or_fails_is_reported():
 
 def test_build_context_through_the_assembler_adapter():
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
-    view = REPLAY.layout(40, budget(scratchpad_max=600), policy=assembler(), scratchpad=pad)
+    view = REPLAY.layout(40, budget(window=14_000, scratchpad_max=600), policy=assembler(), scratchpad=pad)
     context = ctxlab.assembly.build_context(
-        REPLAY.prompt(40), budget(scratchpad_max=600), tools=RESEARCH_TOOLS, scratchpad=pad,
+        REPLAY.prompt(40), budget(window=14_000, scratchpad_max=600), tools=RESEARCH_TOOLS, scratchpad=pad,
         client=ctxlab.OfflineSummariser(),
     )
     assert view.policy == "ctxlab.build_context"

@@ -7,12 +7,19 @@ below that breaks only that rule.
 COUNT_CHAT = '''
 def count_chat(messages, enc=None):
     enc = enc or ctxlab.encoding()
+    called = {{}}
     total = {priming}
     for message in messages:
         total += {overhead}
+        for call in message.get("tool_calls") or []:
+            called[call["id"]] = call["function"]["name"]
         for key, value in message.items():
             if {skip}:
                 continue
+            if {unshown}:
+                continue
+            if key == "role" and value == "tool" and message.get("tool_call_id") in called:
+                value = {author}
             if key == "tool_calls":
                 {tool_calls}
             else:
@@ -22,14 +29,23 @@ def count_chat(messages, enc=None):
     return total
 '''
 SKIP = 'key in ("step", "pinned") or value is None'
-COUNTED_CALLS = """for call in value:
-                    total += 3 + len(enc.encode_ordinary(call["function"]["name"])) + len(enc.encode_ordinary(call["function"]["arguments"]))"""
+UNSHOWN = 'message["role"] == "tool" and key in ("tool_call_id", "name")'
+AUTHOR = '"functions." + called[message["tool_call_id"]]'
+PARALLEL = '''parallel = ctxlab.calls.parallel_arguments(value)
+                if parallel is not None:
+                    total += 3 + len(enc.encode_ordinary("multi_tool_use.parallel")) + len(enc.encode_ordinary(parallel))
+                    continue
+                '''
+EACH_CALL = '''for call in value:
+                    total += 3 + len(enc.encode_ordinary(call["function"]["name"])) + len(enc.encode_ordinary(call["function"]["arguments"]))'''
+COUNTED_CALLS = PARALLEL + EACH_CALL
 
 
-def count_chat(priming=3, overhead=3, skip=SKIP, tool_calls=COUNTED_CALLS, text="value", name_extra=1):
-    """The reference count_chat with one part changed."""
-    return COUNT_CHAT.format(priming=priming, overhead=overhead, skip=skip, tool_calls=tool_calls,
-                             text=text, name_extra=name_extra)
+def count_chat(priming=3, overhead=3, skip=SKIP, unshown=UNSHOWN, author=AUTHOR, tool_calls=COUNTED_CALLS,
+               text="value", name_extra=1):
+    '''The reference count_chat with one part changed.'''
+    return COUNT_CHAT.format(priming=priming, overhead=overhead, skip=skip, unshown=unshown, author=author,
+                             tool_calls=tool_calls, text=text, name_extra=name_extra)
 
 
 BILLED = '''
@@ -91,8 +107,16 @@ WRONG_ANSWERS = [
     dict(name="counts-only-content", cell="count-chat",
          source=count_chat(skip='key not in ("content", "name", "tool_call_id", "tool_calls") or value is None'),
          fails=["count-chat-visible", "count-chat-every-string-field"]),
-    dict(name="skips-tool-call-id", cell="count-chat",
-         source=count_chat(skip='key in ("step", "pinned", "tool_call_id") or value is None'),
+    dict(name="counts-tool-call-id", cell="count-chat",
+         source=count_chat(unshown='message["role"] == "tool" and key == "name"'),
+         fails=["count-chat-visible", "count-chat-every-string-field", "count-chat-transcripts"]),
+    dict(name="counts-a-tool-results-name", cell="count-chat",
+         source=count_chat(unshown='message["role"] == "tool" and key == "tool_call_id"'),
+         fails=["count-chat-name"]),
+    dict(name="keeps-the-role-tool", cell="count-chat", source=count_chat(author="value"),
+         fails=["count-chat-visible", "count-chat-every-string-field", "count-chat-transcripts"]),
+    dict(name="author-without-the-namespace", cell="count-chat",
+         source=count_chat(author='called[message["tool_call_id"]]'),
          fails=["count-chat-visible", "count-chat-every-string-field", "count-chat-transcripts"]),
     dict(name="forgets-name-extra-token", cell="count-chat", source=count_chat(name_extra=0),
          fails=["count-chat-name"]),
@@ -101,8 +125,10 @@ WRONG_ANSWERS = [
     dict(name="tool-calls-without-per-call-overhead", cell="count-chat",
          source=count_chat(tool_calls=COUNTED_CALLS.replace("total += 3 + ", "total += ")),
          fails=["count-chat-visible", "count-chat-tool-calls", "count-chat-transcripts"]),
-    dict(name="counts-only-the-first-tool-call", cell="count-chat",
-         source=count_chat(tool_calls=COUNTED_CALLS.replace("for call in value:", "for call in value[:1]:")),
+    dict(name="counts-parallel-calls-each-on-its-own", cell="count-chat", source=count_chat(tool_calls=EACH_CALL),
+         fails=["count-chat-tool-calls", "count-chat-transcripts"]),
+    dict(name="lists-only-the-first-two-parallel-calls", cell="count-chat",
+         source=count_chat(tool_calls=COUNTED_CALLS.replace("parallel_arguments(value)", "parallel_arguments(value[:2])")),
          fails=["count-chat-tool-calls", "count-chat-transcripts"]),
     dict(name="counts-call-id-and-type", cell="count-chat",
          source=count_chat(tool_calls=COUNTED_CALLS + ' + len(enc.encode_ordinary(call["id"])) + len(enc.encode_ordinary(call["type"]))'),
@@ -201,15 +227,23 @@ RULES = [
          wrong="forgets-reply-priming"),
     dict(rule="the role is a string field and is counted", test="count-chat-every-string-field",
          wrong="counts-only-content"),
-    dict(rule="a tool result's tool_call_id is a string field and is counted",
-         test="count-chat-every-string-field", wrong="skips-tool-call-id"),
+    dict(rule="a tool result's tool_call_id is not shown and not counted",
+         test="count-chat-every-string-field", wrong="counts-tool-call-id"),
+    dict(rule="a tool result's name is not shown and not counted", test="count-chat-name",
+         wrong="counts-a-tool-results-name"),
+    dict(rule="a tool result's role is read as functions.NAME, its call's function",
+         test="count-chat-every-string-field", wrong="keeps-the-role-tool"),
+    dict(rule="the author is 'functions.' and the name, not the name alone",
+         test="count-chat-every-string-field", wrong="author-without-the-namespace"),
     dict(rule="a name costs its tokens plus 1", test="count-chat-name", wrong="forgets-name-extra-token"),
     dict(rule="tool_calls are counted even when content is None", test="count-chat-tool-calls",
          wrong="ignores-tool-calls"),
     dict(rule="each tool call costs 3 tokens of its own", test="count-chat-tool-calls",
          wrong="tool-calls-without-per-call-overhead"),
-    dict(rule="every entry of tool_calls is counted (parallel calls)", test="count-chat-tool-calls",
-         wrong="counts-only-the-first-tool-call"),
+    dict(rule="several calls in one message are one multi_tool_use.parallel call", test="count-chat-tool-calls",
+         wrong="counts-parallel-calls-each-on-its-own"),
+    dict(rule="the parallel call lists every call of the message", test="count-chat-tool-calls",
+         wrong="lists-only-the-first-two-parallel-calls"),
     dict(rule="a tool call's id and type are not counted", test="count-chat-tool-calls",
          wrong="counts-call-id-and-type"),
     dict(rule="content None counts nothing", test="count-chat-content-none", wrong="counts-none-as-text"),
@@ -220,7 +254,7 @@ RULES = [
     dict(rule="the enc argument is used to tokenize when given", test="count-chat-uses-given-encoding",
          wrong="ignores-the-given-encoding"),
     dict(rule="every course transcript is counted as ctxlab.count_messages counts it",
-         test="count-chat-transcripts", wrong="counts-only-the-first-tool-call"),
+         test="count-chat-transcripts", wrong="counts-parallel-calls-each-on-its-own"),
     dict(rule="with enc None, ctxlab.encoding() is used (the hand-counted examples)",
          test="count-chat-visible", wrong="forgets-reply-priming"),
     # billed_input
