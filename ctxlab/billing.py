@@ -36,7 +36,7 @@ from .errors import MessageError
 from .images import image_cost
 from .parts import image_size
 from .tokens import count_messages, encoding
-from .tool_text import GPT5_TOOL_PREAMBLE, tool_block
+from .tool_text import GPT5_TOOL_PREAMBLE, TOOL_BLOCK_ADJUSTMENT, tool_block
 
 __all__ = ["FREE_KEYS", "count_request", "encoding_name_for"]
 
@@ -270,11 +270,6 @@ def as_rendered(messages: list) -> list:
                 message["role"] = f"functions.{name}"
         rendered.append(message)
     return rendered
-
-
-TOOL_BLOCK_ADJUSTMENT = -1
-"""Tokens the measured bills differ from the rendered tool block by, with or without a system
-message to carry it (the one token the published format leaves unexplained)."""
 
 
 def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -63,6 +63,7 @@ from .calls import CALL_TYPES, PARALLEL_CALL, call_parts, call_problem, parallel
 from .errors import EncodingUnavailable, MessageError
 from .parts import part_problem, part_tokens
 from .pieces import text_counter
+from .tool_text import TOOL_BLOCK_ADJUSTMENT, tool_block
 
 __all__ = [
     "COURSE_KEYS",
@@ -395,22 +396,25 @@ def count_messages(
 
 
 def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.Encoding | str | None = None) -> int:
-    """Tokens the tool schemas take in the window (they are sent with every request).
+    """Tokens the tool schemas add to a prompt (they are sent with every request).
 
-    The course's rule: the compact JSON text of each schema (``json.dumps(tool,
-    separators=(",", ":"))``), a stable estimate that grows with every description and parameter
-    you add. It is not what the API bills: the model reads the schemas as a typed text block,
-    61% to 71% as long on the course's tools; :func:`ctxlab.count_request` counts that
-    (:mod:`ctxlab.tool_text`).
+    Function tools are billed as the typed listing the model reads (:mod:`ctxlab.tool_text`), a
+    system message of their own when the request has none: its 3 tokens of framing, its role,
+    the listing, and :data:`ctxlab.tool_text.TOOL_BLOCK_ADJUSTMENT`. So
+    ``count_messages(messages) + count_tools(tools)`` is what :func:`ctxlab.count_request` counts
+    for a request without a system message; with one, the listing joins it and the bill is 3 or 4
+    tokens less (a budget built on this count errs by that much on the safe side). The gpt-5
+    family bills :data:`ctxlab.tool_text.GPT5_TOOL_PREAMBLE` more. A custom tool, which no
+    published rule renders, counts its compact JSON.
 
     >>> count_tools([{"type": "function", "function": {"name": "search_logs",
     ...     "description": "Search the logs", "parameters": {"type": "object", "properties": {}}}}])
-    29
+    32
     """
     if not tools:
         return 0
     count = text_counter(_resolve(encoding))
-    total = 0
+    functions, total = [], 0
     for index, tool in enumerate(tools):
         kind = tool.get("type", "function") if isinstance(tool, Mapping) else None
         if kind not in CALL_TYPES or not isinstance(tool.get(kind), Mapping):
@@ -419,8 +423,14 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
                 "{'type': 'function', 'function': {'name': ..., 'parameters': ...}} or "
                 "{'type': 'custom', 'custom': {'name': ..., 'description': ...}}"
             )
-        text = json.dumps(tool, separators=(",", ":"), ensure_ascii=False)
-        total += count(text)
+        if kind == "function":
+            if not isinstance(tool["function"].get("name"), str):
+                raise ValueError(f"tool {index}: a function tool needs 'function': {{'name': str, ...}}")
+            functions.append(tool)
+        else:
+            total += count(json.dumps(tool, separators=(",", ":"), ensure_ascii=False))
+    if functions:
+        total += TOKENS_PER_MESSAGE + count("system") + count(tool_block(functions)) + TOOL_BLOCK_ADJUSTMENT
     return total
 
 

@@ -45,7 +45,7 @@ renderer, the bills win, and the difference is named here:
 * ``anyOf`` is the union of its options (the published renderer writes ``any``), and a local
   ``$ref`` (``#/$defs/...``) is replaced by the definition it names;
 * the gpt-5 family adds :data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools, and
-  ``ctxlab.billing`` adds :data:`ctxlab.billing.TOOL_BLOCK_ADJUSTMENT` to every tool block.
+  every tool block is billed :data:`TOOL_BLOCK_ADJUSTMENT` tokens off its text.
 
 >>> print(render_functions([{"type": "function", "function": {"name": "ping",
 ...     "description": "Check a host", "parameters": {"type": "object",
@@ -68,7 +68,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["TOOLS_HEADER", "GPT5_TOOL_PREAMBLE", "render_functions", "tool_block"]
+__all__ = ["TOOLS_HEADER", "GPT5_TOOL_PREAMBLE", "TOOL_BLOCK_ADJUSTMENT", "render_functions", "tool_block"]
 
 TOOLS_HEADER = "# Tools\n\n## functions\n\n"
 """The headings above the namespace."""
@@ -76,6 +76,11 @@ TOOLS_HEADER = "# Tools\n\n## functions\n\n"
 GPT5_TOOL_PREAMBLE = 84
 """Tokens the gpt-5 family adds to a request with tools (measured on recorded gpt-5 requests;
 the harmony format's channel instructions are text of about this size)."""
+
+
+TOOL_BLOCK_ADJUSTMENT = -1
+"""Tokens the measured bills differ from the rendered tool block by, with or without a system
+message to carry it (the one token the published format leaves unexplained)."""
 
 
 def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -5028,15 +5028,15 @@ SPECS = [
 # 3 per message, the tokens of every string field, 1 more for `name`, 3 per tool call plus its
 # name and arguments, several calls in one message read as one multi_tool_use.parallel call, a
 # tool result read as written by functions.NAME without its tool_call_id, 3 for reply priming;
-# ctxlab.count_tools for the schemas). This script cannot measure them itself (standard library
+# ctxlab.count_tools for the schemas, the typed listing the model reads). This script cannot measure them itself (standard library
 # only): after changing any content, re-measure and update this table; the test suite compares
 # it with ctxlab's own count.
 MEASURED_TOKENS: dict[str, dict[str, int]] = {
-    "incident": {"messages": 23673, "tool_results": 21790, "largest_message": 2966, "tools": 844},
-    "refund": {"messages": 4866, "tool_results": 3622, "largest_message": 1152, "tools": 770},
-    "coding": {"messages": 25961, "tool_results": 23220, "largest_message": 3631, "tools": 492},
-    "research": {"messages": 44627, "tool_results": 41711, "largest_message": 2504, "tools": 354},
-    "parallel": {"messages": 6250, "tool_results": 4570, "largest_message": 395, "tools": 807},
+    "incident": {"messages": 23673, "tool_results": 21790, "largest_message": 2966, "tools": 615},
+    "refund": {"messages": 4866, "tool_results": 3622, "largest_message": 1152, "tools": 538},
+    "coding": {"messages": 25961, "tool_results": 23220, "largest_message": 3631, "tools": 321},
+    "research": {"messages": 44627, "tool_results": 41711, "largest_message": 2504, "tools": 260},
+    "parallel": {"messages": 6250, "tool_results": 4570, "largest_message": 395, "tools": 601},
 }
 
 
@@ -5208,8 +5208,8 @@ def _readme(entries: dict[str, dict[str, Any]]) -> str:
                  "its name and arguments (several calls in one message are read as one "
                  "`multi_tool_use.parallel` call), a tool result read as written by `functions.NAME` "
                  "without its `tool_call_id`, and 3 for priming the reply; `step` is not counted. Tool "
-                 "schemas are counted apart (`ctxlab.count_tools`), because they are sent with every "
-                 "request.\n")
+                 "schemas are counted apart (`ctxlab.count_tools`: the typed listing the model reads, "
+                 "not their JSON), because they are sent with every request.\n")
     rows = ["| transcript | messages | laps | tokens | of which tool results | largest message "
             "| tool schemas |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for spec in SPECS:

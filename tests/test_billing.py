@@ -310,3 +310,43 @@ def test_histories_straight_from_the_api_and_long_runs_are_counted():
     rendered = ctxlab.billing.as_rendered(run)
     assert not any(m["role"] == "tool" or "tool_call_id" in m for m in rendered)
     assert ctxlab.count_request({"model": "gpt-4o", "messages": run, "tools": tools}) > 1_000_000
+
+
+@pytest.mark.parametrize("encoding_name, model", [("cl100k_base", "gpt-4"), ("o200k_base", "gpt-4o")])
+def test_count_tools_is_what_the_tools_add_to_a_request(encoding_name, model):
+    """count_messages + count_tools is count_request for a request without a system message;
+    with one, the listing joins it and the bill is at most 4 tokens less (the safe side)."""
+    enc = ctxlab.encoding(encoding_name)
+    for name in ctxlab.transcript_names():
+        messages, tools = ctxlab.strip_course_keys(ctxlab.load_transcript(name)[:3]), ctxlab.load_tools(name)
+        for sent in (messages, messages[1:]):
+            added = (ctxlab.count_request({"model": model, "messages": sent, "tools": tools})
+                     - ctxlab.count_request({"model": model, "messages": sent}))
+            assert ctxlab.count_request({"model": model, "messages": sent}) == ctxlab.count_messages(sent, enc)
+            if sent[0]["role"] == "system":
+                assert 0 <= ctxlab.count_tools(tools, enc) - added <= 4, name
+            else:
+                assert ctxlab.count_tools(tools, enc) == added, name
+
+
+def test_count_tools_agrees_with_the_bills_parts(shared):
+    """On every recorded request with function tools (no tool_choice, no response format, not
+    gpt-5), the tools add count_tools exactly without a system message, 0 to 4 less with one."""
+    checked = 0
+    for recorded in shared:
+        request = recorded.request
+        if (not request.get("tools") or request.get("tool_choice") not in (None, "auto")
+                or request.get("response_format") or recorded.model.startswith("gpt-5")):
+            continue
+        try:
+            full = ctxlab.count_request(request)
+        except (ValueError, ctxlab.MessageError):
+            continue  # refused with its reason (test_requests_land_on_their_bill)
+        rest = {key: value for key, value in request.items() if key not in ("tools", "tool_choice", "parallel_tool_calls")}
+        enc = ctxlab.encoding(ctxlab.billing.encoding_name_for(recorded.model))
+        gap = ctxlab.count_tools(request["tools"], enc) - (full - ctxlab.count_request(rest))
+        carried = any(m.get("role") in ("system", "developer") and isinstance(m.get("content"), str)
+                      for m in request["messages"])
+        assert (0 <= gap <= 4) if carried else gap == 0, recorded.label
+        checked += 1
+    assert checked > 200

@@ -151,13 +151,20 @@ def test_special_token_text_is_counted_as_text():
     assert ctxlab.count_text("<|endoftext|>") == len(ctxlab.encoding().encode_ordinary("<|endoftext|>"))
 
 
-def test_count_tools_counts_compact_json():
+def test_count_tools_counts_the_typed_listing_the_model_reads():
     tools = [{"type": "function", "function": {"name": "search_logs", "description": "Search logs by hour.",
               "parameters": {"type": "object", "properties": {"hour": {"type": "string"}}, "required": ["hour"]}}}]
-    text = json.dumps(tools[0], separators=(",", ":"))
-    assert ctxlab.count_tools(tools) == len(ctxlab.encoding().encode_ordinary(text))
+    enc = ctxlab.encoding()
+    listing = ("# Tools\n\n## functions\n\nnamespace functions {\n\n// Search logs by hour.\n"
+               "type search_logs = (_: {\nhour: string,\n}) => any;\n\n} // namespace functions")
+    # a system message of its own: 3 of framing, its role, the listing, and the measured adjustment
+    assert ctxlab.count_tools(tools) == 3 + len(enc.encode_ordinary("system")) + len(enc.encode_ordinary(listing)) - 1
+    assert ctxlab.count_tools(tools) < len(enc.encode_ordinary(json.dumps(tools[0], separators=(",", ":")))) + 3
     assert ctxlab.count_tools([]) == 0 and ctxlab.count_tools(None) == 0
-    assert ctxlab.count_tools(tools * 2) == 2 * ctxlab.count_tools(tools)
+    assert ctxlab.count_tools(tools) < ctxlab.count_tools(tools * 2) < 2 * ctxlab.count_tools(tools)  # one header
+    custom = {"type": "custom", "custom": {"name": "apply_patch", "description": "Apply a patch."}}
+    assert ctxlab.count_tools([custom]) == len(enc.encode_ordinary(json.dumps(custom, separators=(",", ":"))))
+    assert ctxlab.count_tools([*tools, custom]) == ctxlab.count_tools(tools) + ctxlab.count_tools([custom])
     with pytest.raises(ValueError, match="tool 0"):
         ctxlab.count_tools([{"name": "search_logs"}])
 
