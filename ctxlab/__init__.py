@@ -1,9 +1,10 @@
 """ctxlab: short-term memory for LLM agents, done right; the library of Context Window Lab.
 
-Exact token counts with the model's tokenizer (offline), trimming that never orphans a tool
-result or drops a pin, roll-up summaries, a bounded scratchpad, age-based compression of tool
-results, and the context assembler that puts them together. Every public name is re-exported
-here; anything else is internal.
+Token counts with the model's own tokenizer, offline, as the API bills them (within max(2%, 3
+tokens) of the bill for 1,181 of 1,233 recorded requests: ``tests/test_billing.py``), trimming
+that never orphans a tool result or drops a pin, roll-up summaries, a bounded scratchpad,
+age-based compression of tool results, and the context assembler that puts them together.
+Every public name is re-exported here; anything else is internal.
 
 One name per idea: :func:`replay` is the one replay (a policy measured over a run);
 :class:`TranscriptLayout` lays a run out lap by lap for the widget; the policies

@@ -16,6 +16,7 @@ import base64
 import json
 import os
 import struct
+from pathlib import Path
 
 import pytest
 from support import recordings
@@ -350,3 +351,20 @@ def test_count_tools_agrees_with_the_bills_parts(shared):
         assert (0 <= gap <= 4) if carried else gap == 0, recorded.label
         checked += 1
     assert checked > 200
+
+
+def test_the_accuracy_the_docs_state_is_the_one_measured(everything):
+    """ctxlab's docstring and the README state how many recorded requests land on their bill:
+    the figures must be this run's."""
+    import re
+
+    on_bill = sum(1 for r in everything if isinstance(_count(r), int) and within(_count(r), r.billed))
+    stated = f"{on_bill:,} of {len(everything):,} recorded requests"
+    assert stated in " ".join(ctxlab.__doc__.split()), f"ctxlab/__init__.py should say {stated!r}"
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8").split())
+    kinds = {kind: [r for r in everything if r.kind == kind] for kind in ("plain", "tools", "format")}
+    for kind, label in (("plain", "without tools"), ("tools", "with tools"), ("format", "with a response format")):
+        landed = sum(1 for r in kinds[kind] if isinstance(_count(r), int) and within(_count(r), r.billed))
+        assert re.search(rf"\b{landed} of {len(kinds[kind])} (requests )?{label}", readme), (
+            f"README.md should say {landed} of {len(kinds[kind])} {label}")
+    assert f"Checked against {len(everything):,} real recorded requests" in readme
