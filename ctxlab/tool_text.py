@@ -27,10 +27,10 @@ tokens with tiktoken" approximates the same text with per-function and per-prope
 * each property is a line ``name: type,`` (``name?:`` when not required) under a comment for
   its ``title`` (then an empty ``//``), its ``description`` and its ``examples``; a ``default``
   follows the comma as ``// default: ...``;
-* ``string`` with an ``enum`` is the union of the quoted values; ``integer`` is ``number``; an
-  array is ``T[]`` (``Array<any>`` without ``items``); a list of types is their union; a nested
-  object is indented four spaces more; ``oneOf`` lists its variants on ``|`` lines; anything
-  else is ``any``.
+* ``string`` with an ``enum`` is the union of the quoted values; ``integer`` is ``number``;
+  ``boolean`` and ``null`` are themselves; an array is ``T[]`` (``Array<any>`` without
+  ``items``); a list of types is their union; a nested object is indented four spaces more;
+  ``oneOf`` lists its variants on ``|`` lines; anything else is ``any``.
 
 Where the bills of recorded requests (``tests/test_billing.py``) disagree with the published
 renderer, the bills win, and the difference is named here:
@@ -137,8 +137,8 @@ def _type(schema: Any, indent: str) -> str:
         return " | ".join(f'"{value}"' for value in values) if values else "string"
     if kind in ("number", "integer"):
         return "number"
-    if kind == "boolean":
-        return "boolean"
+    if kind in ("boolean", "null"):
+        return kind
     if kind == "array":
         return f"{_type(schema['items'], indent)}[]" if "items" in schema else "Array<any>"
     return "any"
