@@ -23,7 +23,7 @@ for all. Settings come from the environment, so one file serves every class:
 variable                 default                             what it is
 =======================  ==================================  =========================================
 ``CTXLAB_COURSE_ID``     ``context-window-lab``              nbgrader's course id in the exchange
-``CTXLAB_EXCHANGE``      ``/srv/nbgrader/exchange``          the exchange root (made ``0o777`` if new)
+``CTXLAB_EXCHANGE``      ``/srv/nbgrader/exchange``          the exchange root (``0o1777``, at each start)
 ``CTXLAB_INSTRUCTORS``   (none)                              Unix users who teach, comma-separated
 ``CTXLAB_LEARNERS``      (none)                              Unix users who learn, comma-separated
 ``CTXLAB_HUB_URL``       ``http://:8000``                    where the hub listens
@@ -54,9 +54,13 @@ INSTRUCTORS = _users("CTXLAB_INSTRUCTORS")
 LEARNERS = _users("CTXLAB_LEARNERS") - INSTRUCTORS
 
 # The exchange must exist and be writable by everyone; nbgrader then gives each course folder
-# in it the permissions its documentation lists (inbound 0o733, feedback 0o711...).
+# in it the permissions its documentation lists (inbound 0o733, feedback 0o711...). The root is
+# sticky, as /tmp is: anyone may create a folder in it, but only its owner may rename or remove
+# it. Without the sticky bit any learner could rename the course folder, put one of their own
+# in its place, and receive the other learners' submissions.
+EXCHANGE_MODE = 0o1777
 EXCHANGE.mkdir(parents=True, exist_ok=True)
-EXCHANGE.chmod(0o777)
+EXCHANGE.chmod(EXCHANGE_MODE)
 DATA.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 c.JupyterHub.bind_url = os.environ.get("CTXLAB_HUB_URL", "http://:8000")

@@ -323,6 +323,11 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode) & 0o777
 
 
+def special_bits(path: Path) -> int:
+    """The set-user-id, set-group-id and sticky bits of ``path``."""
+    return stat.S_IMODE(path.stat().st_mode) & 0o7000
+
+
 def probe_as(machine: Machine, user: str, code: str) -> dict:
     """Run ``code`` (which sets ``out``) as ``user``; the JSON it leaves in ``out``."""
     script = f"import json, os\nout = {{}}\n{code}\nprint(json.dumps(out))"
@@ -375,8 +380,8 @@ def course(machine):
             warnings.warn(f"JupyterHub not started: {reason}; the learners ran nbgrader's commands instead",
                           stacklevel=1)
             learners = {name: ShellLearner(machine, name) for name in (ANA, BO)}
-            machine.exchange.mkdir()  # what the hub's configuration does, as nbgrader's docs say
-            machine.exchange.chmod(0o777)
+            machine.exchange.mkdir()  # what the hub's configuration does
+            machine.exchange.chmod(0o1777)
 
         nbgrader = str(machine.bin / "nbgrader")
         machine.run_as(TEACHER, nbgrader, "release_assignment", LESSON, cwd=root)
@@ -450,7 +455,7 @@ def test_each_learner_fetched_only_their_own_feedback(course):
 
 def test_the_exchange_has_the_permissions_nbgrader_gives_it(course, machine):
     course_dir = machine.exchange / COURSE_ID
-    assert mode(machine.exchange) == 0o777
+    assert mode(machine.exchange) == 0o777 and special_bits(machine.exchange) == stat.S_ISVTX
     assert mode(course_dir) == 0o755 and mode(course_dir / "outbound") == 0o755
     assert mode(course_dir / "inbound") == 0o733
     assert mode(course_dir / "feedback") == 0o711
@@ -507,3 +512,40 @@ def test_learners_cannot_read_each_others_work_or_the_instructors_files(course, 
     bo = course["learners"][BO]
     assert bo.read(BO, LESSON) == 200  # bo's own work, with bo's own rights
     assert bo.read(ANA, LESSON) in (403, 404)  # ana's is out of reach, through the hub or not
+
+
+def test_a_learner_cannot_swap_the_course_folder_for_their_own(course, machine):
+    """The attack the sticky exchange root stops: rename the instructor's course folder and put
+    one's own in its place, with an inbound folder anyone can list, to receive the others'
+    submissions. A scratch folder without the sticky bit shows the same moves succeed there."""
+    course_dir = machine.exchange / COURSE_ID
+    open_dir = machine.exchange / "not-sticky"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)  # as the exchange root was before
+    (open_dir / COURSE_ID).mkdir()
+    subprocess.run(["chown", f"{TEACHER}:users", str(open_dir / COURSE_ID)], check=True)
+    try:
+        code = (f"exchange, open_dir, course = {str(machine.exchange)!r}, {str(open_dir)!r}, {COURSE_ID!r}\n"
+                "def attempt(root):\n"
+                "    try:\n"
+                "        os.rename(os.path.join(root, course), os.path.join(root, course + '-moved'))\n"
+                "    except PermissionError:\n"
+                "        return 'denied'\n"
+                "    os.mkdir(os.path.join(root, course))\n"
+                "    os.mkdir(os.path.join(root, course, 'inbound'), 0o777)\n"
+                "    return 'swapped'\n"
+                "out['exchange'] = attempt(exchange)\n"
+                "out['not sticky'] = attempt(open_dir)\n"
+                "try:\n"
+                "    os.rmdir(os.path.join(exchange, course, 'inbound'))\n"
+                "    out['remove inbound'] = 'removed'\n"
+                "except OSError as err:\n"
+                "    out['remove inbound'] = type(err).__name__\n")
+        seen = probe_as(machine, BO, code)
+    finally:
+        shutil.rmtree(open_dir, ignore_errors=True)
+    assert seen["not sticky"] == "swapped", f"the attack should work where the root is not sticky: {seen}"
+    assert seen["exchange"] == "denied", f"a learner moved the course folder out of the exchange: {seen}"
+    assert seen["remove inbound"] in ("PermissionError", "OSError"), seen
+    assert pwd.getpwuid(course_dir.stat().st_uid).pw_name == TEACHER
+    assert {p.name for p in machine.exchange.iterdir()} == {COURSE_ID}
