@@ -15,7 +15,9 @@ reference for the exercise under test is switched off, for every alias the learn
 by swapping the code of the function objects themselves (:func:`disable`), for exactly as long
 as the judge's call of that exercise's answer runs. "That exercise's answer" covers an instance of
 the answer's class (a subclass of ctxlab's class too), a bound method of either and anything an
-answered call handed out. Copies of a reference built from its code object are found
+answered call handed out. An answer bound to ctxlab's own class (``ContextBudget =
+ctxlab.ContextBudget``) makes instances that stay on this side rather than crossing by value, so
+their methods run where the reference is off. Copies of a reference built from its code object are found
 (:func:`find_copies`) and switched off with it; an answer that keeps the code object itself, or
 puts it back while the test runs, fails. Its failure names what happened.
 
@@ -144,6 +146,22 @@ def restore(entries: list | None = None) -> None:
             function.__code__ = original
         with contextlib.suppress(ValueError):
             _swapped.remove((function, original))
+
+
+def _made_by_alias(answer: object, targets: list):
+    """A test for the objects an answer hands out, or ``None``: when the answer is ctxlab's own
+    class (the learner bound the exercise's name to it) and that class defines one of the
+    functions ``targets`` name ([file, qualname, label] each), its instances."""
+    if not (isinstance(answer, type) and answer.__module__.split(".")[0] == "ctxlab"):
+        return None
+    wanted = {id(f) for target in targets if type(target) is list and len(target) == 3
+              for f in _functions.get((target[0], target[1]), [])}
+    members = [m for klass in answer.__mro__ for m in vars(klass).values()]
+    members = [m.__func__ if isinstance(m, (staticmethod, classmethod)) else m for m in members]
+    functions = [f for m in members for f in ([m.fget, m.fset, m.fdel] if isinstance(m, property) else [m])]
+    if not any(id(f) in wanted for f in functions if f is not None):
+        return None
+    return lambda value: isinstance(value, answer)
 
 
 def find_copies(targets: list, namespace: dict) -> list[str]:
@@ -330,10 +348,15 @@ def serve(path: str, token: str, timeout: float = 60.0) -> str:
                            "exercise being graded, to run it while it is switched off: write this step yourself")
         switched = disable(forbid[name])
         first_new = endpoint.codec._last_id + 1
+        # An answer bound to ctxlab's own class makes instances of that class, which would
+        # otherwise cross by value and run the reference on the judge's side: they stay here,
+        # where the reference is off. (Values the judge sent keep travelling by value.)
+        endpoint.codec.keep_here = _made_by_alias(answers.get(name), forbid[name])
         try:
             reply = endpoint.handle(message)
             tampered = [function for function, _original in switched if not _is_stub(function.__code__)]
         finally:
+            endpoint.codec.keep_here = None
             restore(switched)
         # What this call handed out (a bound method, an object, a closure) is part of the answer,
         # so the references stay off while it runs too.

@@ -20,7 +20,9 @@ How values are encoded (:meth:`Codec.encode`):
   defined in the learner's notebook (``__main__``) travels as a reference, with its methods;
 * a tiktoken encoding: by its name, so the other side uses its own copy;
 * an instance of a ``ctxlab`` dataclass whose fields are all plain data: by value
-  (``{"$": "dataclass", "type": "ctxlab.budget.ContextBudget", "fields": {...}}``);
+  (``{"$": "dataclass", "type": "ctxlab.budget.ContextBudget", "fields": {...}}``), unless
+  :attr:`Codec.keep_here` says it stays (the agent's rule: an object whose class holds the
+  reference switched off for the answer being called);
 * an exception: its type's name, the names of its classes and its message;
 * anything else (functions, classes, other objects): a reference.
 
@@ -98,6 +100,9 @@ class Codec:
         self.make_proxy = make_proxy or (lambda ref: ref)
         self.make_error = make_error or (lambda data: RemoteError(f"{data.get('type')}: {data.get('message')}"))
         self.describe_error = describe_error or (lambda err: str(err))
+        # Set by the agent while an answer runs: a ctxlab dataclass instance for which it says
+        # True stays on this side (sent as a reference), so its methods run here.
+        self.keep_here: Callable[[Any], bool] | None = None
 
     # ------------------------------------------------------------------ references
 
@@ -171,6 +176,8 @@ class Codec:
             return {"$": "encoding", "name": value.name}
         if (dataclasses.is_dataclass(value) and not isinstance(value, type)
                 and type(value).__module__.split(".")[0] == "ctxlab"):
+            if self.keep_here is not None and self.keep_here(value):
+                return self.ref(value)
             again = shared.again(value)
             if again is not None:
                 return again

@@ -236,13 +236,24 @@ def count_chat(messages, enc=None):
         _calls[0] += 1
         _gather()
     enc = enc or ctxlab.encoding()
+    called = {}
     total = 3
     for message in messages:
         total += 3
+        for call in message.get("tool_calls") or []:
+            called[call["id"]] = call["function"]["name"]
         for key, value in message.items():
             if key in ("step", "pinned") or value is None:
                 continue
+            if message["role"] == "tool" and key in ("tool_call_id", "name"):
+                continue
+            if key == "role" and value == "tool" and message.get("tool_call_id") in called:
+                value = "functions." + called[message["tool_call_id"]]
             if key == "tool_calls":
+                parallel = ctxlab.calls.parallel_arguments(value)
+                if parallel is not None:
+                    total += 3 + len(enc.encode_ordinary("multi_tool_use.parallel")) + len(enc.encode_ordinary(parallel))
+                    continue
                 for call in value:
                     total += 3 + len(enc.encode_ordinary(call["function"]["name"]))
                     total += len(enc.encode_ordinary(call["function"]["arguments"]))
@@ -445,6 +456,10 @@ CASES = [
          (r"ctxlab's own answer",),
          limits="a learner who copies ctxlab's source, or a code object of it, into the notebook is not caught",
          guide="Copying the library's source"),
+    Case("binds-ctxlabs-class", "a blank notebook whose only change binds the exercise's class to ctxlab's own "
+         "(ContextBudget = ctxlab.ContextBudget, after the answer cell)",
+         lambda r, a, p: after(json.loads(json.dumps(r)), "context-budget", "ContextBudget = ctxlab.ContextBudget"),
+         "zero", (r"ctxlab's own answer",)),
     Case("dumps-everything", "honest answers, and a count_chat that gathers every string it can reach while "
          "the tests call it (globals, gc, frames, linecache, In, files); a last cell reports what it found",
          lambda r, a, p: at_end(solved(r, a, count_chat=DUMPS), found_report(a, p)), "full", ()),

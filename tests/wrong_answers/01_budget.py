@@ -597,6 +597,13 @@ class ContextBudget:
 ''', fails=['budget-caps-scratchpad', 'budget-refuses-impossible']),
 ]
 ATTACKS += [
+    dict(name='binds-ctxlabs-class', cell='context-budget', source='''
+ContextBudget = ctxlab.ContextBudget
+''', fails=['budget-visible', 'budget-reserves-output', 'budget-subtracts-fixed-prefix',
+              'budget-subtracts-scratchpad-used', 'budget-caps-scratchpad', 'budget-scratchpad-at-cap',
+              'budget-refuses-impossible', 'budget-refuses-zero-allowance', 'budget-error-gives-numbers']),
+]
+ATTACKS += [
     dict(name='inherits-ctxlabs-method', cell='context-budget', source='''
 class ContextBudget(ctxlab.ContextBudget):
     pass
