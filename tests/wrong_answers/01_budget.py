@@ -633,6 +633,12 @@ def count_chat(messages, enc=None):
 ''', fails=['count-chat-visible', 'count-chat-transcripts']),
 ]
 ATTACKS += [
+    dict(name='count-chat-through-message-token-ids', cell='count-chat', source='''
+def count_chat(messages, enc=None):
+    return 3 + sum(len(ctxlab.caching.message_token_ids(m, enc or ctxlab.encoding())) for m in messages)
+''', fails=['count-chat-visible', 'count-chat-transcripts']),
+]
+ATTACKS += [
     dict(name='count-chat-through-count-request', cell='count-chat', source='''
 def count_chat(messages, enc=None):
     return ctxlab.count_request({"model": "gpt-4", "messages": messages})
