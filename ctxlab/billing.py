@@ -6,7 +6,10 @@ the JSON that was sent:
 
 * messages by :func:`ctxlab.count_messages`, which reads each tool exchange as the model does
   (:func:`as_rendered` shows it): a tool result is authored by ``functions.NAME`` and its
-  ``tool_call_id`` is not shown; parallel calls are one ``multi_tool_use.parallel`` call;
+  ``tool_call_id`` is not shown; parallel calls are one ``multi_tool_use.parallel`` call, and
+  their results one message of that author holding :func:`parallel_results_text` (a step
+  ``count_messages`` leaves out, so that each message's count stands alone; it adds
+  :func:`parallel_results_difference`);
 * ``tools`` (or legacy ``functions``) as the typed namespace of :mod:`ctxlab.tool_text`,
   appended to the first system message (or in one of its own), then a ``json_schema``
   ``response_format`` as :func:`response_format_text`;
@@ -35,10 +38,10 @@ from .calls import PARALLEL_CALL, parallel_arguments
 from .errors import MessageError
 from .images import image_cost
 from .parts import image_size
-from .tokens import count_messages, encoding
+from .tokens import RESULT_AUTHOR, TOKENS_PER_MESSAGE, count_message, count_messages, encoding
 from .tool_text import GPT5_TOOL_PREAMBLE, TOOL_BLOCK_ADJUSTMENT, tool_block
 
-__all__ = ["FREE_KEYS", "count_request", "encoding_name_for"]
+__all__ = ["FREE_KEYS", "count_request", "encoding_name_for", "parallel_results_text"]
 
 FREE_KEYS = frozenset({
     "model", "temperature", "top_p", "n", "stream", "stream_options", "stop", "max_tokens",
@@ -111,7 +114,7 @@ def count_request(request: Mapping[str, Any]) -> int:
         appended.append(response_format_text(request.get("response_format")))
     if appended:
         messages = _appended_to_system(messages, "\n\n".join(appended))
-    total = count_messages(messages, enc) + images
+    total = count_messages(messages, enc) + parallel_results_difference(messages, enc) + images
     if tools:
         choice = request.get("tool_choice", _legacy_choice(request.get("function_call")))
         total += TOOL_BLOCK_ADJUSTMENT + _tool_choice_tokens(choice, enc)
@@ -236,23 +239,87 @@ def _appended_to_system(messages: list, text: str) -> list:
     return [{"role": "system", "content": text}, *carried]
 
 
+def parallel_results_text(contents: list[str]) -> str:
+    """The one message the results of a parallel call are read as: the list of the results in
+    JSON, each parsed first when it is a JSON object or array, in the layout of Python's
+    ``json.dumps`` defaults (``", "`` and ``": "``, non-ASCII written as ``\\u`` escapes). The
+    recorded bills show this: a pretty-printed JSON result bills as re-serialised, text bills
+    with its newlines and quotes escaped.
+
+    >>> print(parallel_results_text(['{"temp":21}', 'Sunny\\nand warm']))
+    [{"temp": 21}, "Sunny\\nand warm"]
+    """
+    values = []
+    for content in contents:
+        try:
+            value = json.loads(content)
+        except ValueError:
+            value = content
+        values.append(value if isinstance(value, (dict, list)) else content)
+    return json.dumps(values)
+
+
+def _parallel_groups(messages: list) -> list[tuple[list[str], list[Mapping[str, Any]]]]:
+    """For each assistant message with parallel calls, the names of the calls its results answer
+    and those results: the run of tool messages right after it that answer its calls, when each
+    holds text (results with content parts are read one by one)."""
+    groups = []
+    for index, message in enumerate(messages):
+        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+        if parallel_arguments(calls) is None:
+            continue
+        names = {call.get("id"): call["function"]["name"] for call in calls}
+        results = []
+        for reply in messages[index + 1:]:
+            if not (isinstance(reply, Mapping) and reply.get("role") == "tool" and reply.get("tool_call_id") in names):
+                break
+            results.append(reply)
+        if len(results) > 1 and all(isinstance(result.get("content"), str) for result in results):
+            groups.append(([names[result["tool_call_id"]] for result in results], results))
+    return groups
+
+
+def parallel_results_difference(messages: list, enc: tiktoken.Encoding) -> int:
+    """What reading each parallel call's results as one message (:func:`parallel_results_text`,
+    authored by ``multi_tool_use.parallel``) changes in :func:`ctxlab.count_messages`, which
+    counts each result alone, authored by its function."""
+    def count(text: str) -> int:
+        return len(enc.encode_ordinary(text))
+
+    difference = 0
+    for names, results in _parallel_groups(messages):
+        difference += TOKENS_PER_MESSAGE + count(PARALLEL_CALL) + count(parallel_results_text([r["content"] for r in results]))
+        difference -= sum(count_message(result, enc) + count(RESULT_AUTHOR + name) - count("tool")
+                          for name, result in zip(names, results, strict=True))
+    return difference
+
+
 def as_rendered(messages: list) -> list:
     """The messages as the model reads a tool exchange: a tool result is authored by the
     function it answers (``functions.NAME``, found through its ``tool_call_id``, which is not
-    itself shown), and several calls in one assistant message are one call to
-    ``multi_tool_use.parallel`` whose arguments list them. It is for reading:
-    :func:`ctxlab.count_messages` already counts the original messages this way.
+    itself shown); several calls in one assistant message are one call to
+    ``multi_tool_use.parallel`` whose arguments list them, and their results one message of that
+    author (:func:`parallel_results_text`). It is for reading: :func:`count_request` counts the
+    original messages this way.
 
     >>> call = {"id": "c1", "type": "function", "function": {"name": "ping", "arguments": "{}"}}
     >>> as_rendered([{"role": "assistant", "content": None, "tool_calls": [call]},
     ...              {"role": "tool", "tool_call_id": "c1", "content": "up"}])[1]
     {'role': 'functions.ping', 'content': 'up'}
     """
+    merged = {id(results[0]): results for _, results in _parallel_groups(messages)}
+    skipped = {id(result) for results in merged.values() for result in results[1:]}
     names: dict[Any, str] = {}
     rendered = []
     for message in messages:
         if not isinstance(message, Mapping):
             rendered.append(message)
+            continue
+        if id(message) in skipped:
+            continue
+        if id(message) in merged:
+            rendered.append({"role": PARALLEL_CALL,
+                             "content": parallel_results_text([r["content"] for r in merged[id(message)]])})
             continue
         calls = message.get("tool_calls")
         if isinstance(calls, list):
