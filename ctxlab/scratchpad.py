@@ -5,7 +5,8 @@ goal, the facts established so far, what is done and what remains, every tool ca
 failed (rendered as DO NOT RETRY) and the open questions. Code updates it after every tool
 result (:func:`update_scratchpad`), deterministically, so a failure is recorded the first time
 it happens, whatever the model noticed. It is rendered as the **last** message of every
-prompt, where the model attends most, and it is bounded: ``render(max_tokens=...)`` sheds the
+prompt (models use the end of a long prompt more reliably than its middle: Liu et al., 2023,
+https://arxiv.org/abs/2307.03172), and it is bounded: ``render(max_tokens=...)`` sheds the
 lowest-priority lines first and never the goal or the failures.
 
 >>> pad = Scratchpad(goal="Refund order FH-1 in full")
