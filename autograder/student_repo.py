@@ -153,9 +153,9 @@ def learner_readme(root: Path, slug: str) -> str:
 
 A hands-on course on **short-term memory for LLM agents**: how an agent decides, on every step,
 what goes into a context window that is smaller than everything it has seen. You measure the
-window with the real `cl100k_base` tokenizer, replay real agent transcripts, and build the
-techniques yourself in Jupyter notebooks with tests that tell you what to fix. Everything runs
-offline.
+window with the real `cl100k_base` tokenizer, replay agent transcripts written for the course,
+and build the techniques yourself in Jupyter notebooks with tests that tell you what to fix.
+Everything runs offline.
 
 ## Start
 

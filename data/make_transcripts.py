@@ -5085,7 +5085,7 @@ def _manifest_entry(spec: Spec, transcript: Transcript) -> dict[str, Any]:
 README_HEAD = """\
 # Transcripts
 
-Five recorded agent runs that the lessons replay, lap by lap, to show what each memory policy
+Five generated agent runs that the lessons replay, lap by lap, to show what each memory policy
 keeps and loses. Each one is a complete, valid Chat Completions history: the system prompt, the
 user's request, every model call with its tool calls, every tool result, and a final answer.
 
