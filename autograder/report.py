@@ -112,7 +112,8 @@ def canvas_csv(students: dict[str, dict]) -> str:
     Section``, has a ``Points Possible`` row under the header, and then one row per student;
     Canvas matches a row to a learner by ``ID``, ``SIS User ID`` or ``SIS Login ID``. The
     grader knows only its student ids, so they go in ``Student`` and ``SIS Login ID``. A
-    lesson whose grading failed (``error``) is left blank, which Canvas reads as "no change".
+    lesson whose grading failed (``error``) is left blank (never 0); Canvas may read a blank as
+    removing a grade it holds (:mod:`autograder.canvas` reads the instructor's own export instead).
 
     >>> print(canvas_csv({"ana": {"lessons": {"01-budget": {"score": 7.5, "max_score": 17.0, "status": "graded"}}}}))
     Student,ID,SIS User ID,SIS Login ID,Section,01-budget

@@ -1,0 +1,207 @@
+"""Read an instructor's Canvas gradebook export, and find the graded students in it.
+
+Canvas reads back the file it exports (Grades > Export > Export Entire Gradebook): the way to
+put grades into Canvas without losing any is to fill in that file, not to write a new one. The
+format, as Canvas's guides describe it ("How do I export grades in the Gradebook?", "How do I
+import grades in the Gradebook?", community.canvaslms.com) and its exports show it:
+
+* a header row. The identity columns ``Student`` (the display name), ``ID`` (Canvas's user id),
+  ``SIS User ID``, ``SIS Login ID``, ``Integration ID`` (only where the school uses it) and
+  ``Section``; an export made without permission to see SIS data has no SIS columns. Then one
+  column per assignment, named ``Title (assignment id)``. Then columns Canvas computes itself
+  (assignment-group and course scores, such as ``Current Score``), which its importer ignores;
+* a ``Points Possible`` row (its ``Student`` cell padded with spaces), holding each assignment's
+  points and ``(read only)`` under the computed columns; an export may add a row that marks
+  assignments with a manual posting policy (``Manual Posting``);
+* one row per student, the course's Test Student among them.
+
+Canvas matches a row to a learner by ``ID``, ``SIS User ID``, ``SIS Login ID`` or ``Integration
+ID``, exactly as written. The grader knows only its own student ids (folder or archive names),
+so :func:`match_students` finds the one id column that holds them. Nothing here changes a cell:
+ids are compared, never rewritten, so an id such as ``-bob`` or ``@ana`` stays as exported.
+
+>>> export = read_export("Student,ID,SIS Login ID,Section,Budget (101)\\n"
+...                      "    Points Possible,,,,30.00\\n"
+...                      '"Doe, Ana",9001,ana,A,12.00\\n')
+>>> export.assignments[0]
+Assignment(title='Budget', canvas_id='101', column=4, points=30.0)
+>>> match_students(export, ["ana"]).rows["ana"].name
+'Doe, Ana'
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "ID_COLUMNS", "read_export",
+           "match_students"]
+
+ID_COLUMNS = ("ID", "SIS User ID", "SIS Login ID", "Integration ID")
+"""The columns Canvas matches a row by, in the order tried when more than one would do."""
+
+IDENTITY_COLUMNS = frozenset({"Student", "Section", *ID_COLUMNS})
+
+ASSIGNMENT = re.compile(r"^(?P<title>.*\S)\s*\((?P<id>\d+)\)$")
+"""An assignment column: its title, then its Canvas id in parentheses."""
+
+
+class CanvasError(ValueError):
+    """A gradebook export that cannot be read or matched; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment column of the export."""
+
+    title: str
+    canvas_id: str
+    column: int
+    points: float | None
+    """Points possible, from the ``Points Possible`` row (``None`` when it gives none)."""
+
+
+@dataclass(frozen=True)
+class StudentRow:
+    """One student's row: ``row`` is its index among the file's rows (the header is row 0)."""
+
+    row: int
+    name: str
+    section: str
+    ids: dict[str, str]
+    """Each id column of the export to this row's value, as exported."""
+
+
+@dataclass
+class Export:
+    """A gradebook export as read: every row as it was, and what the rows mean."""
+
+    rows: list[list[str]]
+    """Every row of the file, the header first, each cell as exported."""
+    assignments: list[Assignment]
+    students: list[StudentRow]
+    read_only: list[str]
+    """Columns Canvas computes and its importer ignores."""
+    id_columns: list[str]
+    """The id columns this export has (an export may lack the SIS ones)."""
+
+    @property
+    def header(self) -> list[str]:
+        return self.rows[0]
+
+
+@dataclass
+class Match:
+    """Which row of the export each graded student is."""
+
+    column: str
+    """The id column the graded students were found in."""
+    rows: dict[str, StudentRow]
+    """Graded student id -> its row."""
+    missing: list[str] = field(default_factory=list)
+    """Graded students no row holds (their grades cannot go into this gradebook)."""
+    ungraded: list[StudentRow] = field(default_factory=list)
+    """Rows no graded student matched (left as exported)."""
+
+
+def read_export(text: str) -> Export:
+    """The gradebook export in ``text`` (a byte-order mark at its start is allowed).
+
+    Raises :class:`CanvasError` when the file is not a gradebook export: no ``Student`` column,
+    no id column, or no assignment column.
+    """
+    rows = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline="")))
+    if not rows or "Student" not in [cell.strip() for cell in rows[0]]:
+        first = ", ".join(rows[0][:6]) if rows else "nothing"
+        raise CanvasError(
+            f"this is not a Canvas gradebook export: its first row should start with Student, ID, ..., "
+            f"and it reads {first!r}; in Canvas, open Grades > Export > Export Entire Gradebook and use that file")
+    header = [cell.strip() for cell in rows[0]]
+    width = len(header)
+    rows = [row + [""] * (width - len(row)) if len(row) < width else row for row in rows]
+    column = {name: index for index, name in reversed(list(enumerate(header)))}
+    id_columns = [name for name in ID_COLUMNS if name in column]
+    if not id_columns:
+        raise CanvasError(
+            f"the export has none of the columns Canvas matches students by ({', '.join(ID_COLUMNS)}); "
+            "export the gradebook again from Canvas, without removing columns")
+    points_row = next((index for index, row in enumerate(rows[1:3], start=1)
+                       if row[column["Student"]].strip() == "Points Possible"), None)
+    assignments, read_only = [], []
+    for index, name in enumerate(header):
+        if name in IDENTITY_COLUMNS:
+            continue
+        found = ASSIGNMENT.match(name)
+        if found is None:
+            read_only.append(name)
+            continue
+        points = rows[points_row][index].strip() if points_row is not None else ""
+        try:
+            value = float(points) if points else None
+        except ValueError:
+            value = None
+        assignments.append(Assignment(found["title"], found["id"], index, value))
+    if not assignments:
+        raise CanvasError(
+            "the export has no assignment column (a column named 'Title (assignment id)'): create the "
+            "lessons' assignments in Canvas, publish them, and export the gradebook again")
+    students = []
+    for index, row in enumerate(rows[1:], start=1):
+        if index == points_row or _is_posting_row(row, column, id_columns) or not any(cell.strip() for cell in row):
+            continue
+        students.append(StudentRow(
+            row=index, name=row[column["Student"]], section=row[column["Section"]] if "Section" in column else "",
+            ids={name: row[column[name]] for name in id_columns}))
+    return Export(rows, assignments, students, read_only, id_columns)
+
+
+def _is_posting_row(row: list[str], column: dict[str, int], id_columns: list[str]) -> bool:
+    """A row that says which assignments are posted manually: no student, no id."""
+    return not row[column["Student"]].strip() and not any(row[column[name]].strip() for name in id_columns)
+
+
+def match_students(export: Export, student_ids: list[str], column: str | None = None) -> Match:
+    """Find each graded student (``student_ids``, the grader's ids) in the export's rows.
+
+    The ids are looked up in one id ``column``: the one given, or else the one that holds the
+    most of them (ties go to the first of :data:`ID_COLUMNS`). A cell matches when it equals
+    the id exactly, spaces around it aside. Raises :class:`CanvasError` when the column given is
+    not in the export, when no column holds any of the ids, or when one id is in two rows.
+    """
+    if column is not None and column not in export.id_columns:
+        raise CanvasError(
+            f"the export has no column {column!r} to match students by; it has {', '.join(export.id_columns)}")
+    wanted = list(dict.fromkeys(student_ids))
+    candidates = [column] if column is not None else export.id_columns
+    found = {name: _rows_by_id(export, name) for name in candidates}
+    best = max(candidates, key=lambda name: sum(sid in found[name] for sid in wanted))
+    if not any(sid in found[best] for sid in wanted):
+        sample = ", ".join(repr(sid) for sid in wanted[:3])
+        shown = "; ".join(f"{name}: {', '.join(repr(v) for v in list(found[name])[:3]) or 'empty'}" for name in candidates)
+        raise CanvasError(
+            f"none of the {len(wanted)} graded students ({sample}{', ...' if len(wanted) > 3 else ''}) is in the "
+            f"export's {' or '.join(candidates)} column (the export holds {shown}). Name the submissions after "
+            "the students' Canvas login or SIS ids, or choose the column that holds them")
+    rows: dict[str, StudentRow] = {}
+    for sid in wanted:
+        holders = found[best].get(sid, [])
+        if len(holders) > 1:
+            raise CanvasError(
+                f"the graded student {sid!r} is in {len(holders)} rows of the export's {best} column (rows "
+                f"{', '.join(str(r.row + 1) for r in holders)} of the file): match on a column whose ids are unique")
+        if holders:
+            rows[sid] = holders[0]
+    matched = {id(row) for row in rows.values()}
+    return Match(best, rows, [sid for sid in wanted if sid not in rows],
+                 [row for row in export.students if id(row) not in matched])
+
+
+def _rows_by_id(export: Export, name: str) -> dict[str, list[StudentRow]]:
+    by_id: dict[str, list[StudentRow]] = {}
+    for row in export.students:
+        value = row.ids[name].strip()
+        if value:
+            by_id.setdefault(value, []).append(row)
+    return by_id

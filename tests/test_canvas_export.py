@@ -1,0 +1,120 @@
+"""Reading an instructor's Canvas gradebook export and finding the graded students in it.
+
+The exports below follow the format Canvas documents for its gradebook CSV and shows in the
+files it exports: "How do I export grades in the Gradebook?"
+(https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-export-grades-in-the-Gradebook/ta-p/809)
+and "How do I import grades in the Gradebook?"
+(https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807):
+identity columns, one ``Title (assignment id)`` column per assignment, read-only computed columns,
+a ``Points Possible`` row whose first cell is padded, and one row per student, the Test Student
+included. An export made by someone without permission to see SIS data has no SIS columns.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.canvas import CanvasError, match_students, read_export
+
+EXPORT = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 01 · Budget (4101),Quiz (part 2) (4102),"
+    "Assignments Current Score,Assignments Final Score,Current Score,Unposted Current Score,Final Score\n"
+    "    Points Possible,,,,,100.00,10.00,(read only),(read only),(read only),(read only),(read only)\n"
+    '"Doe, Ana",81001,S-1001,ana,Section A,72.50,,72.50,72.50,72.50,72.50,72.50\n'
+    '"Lee, Bo",81002,S-1002,-bob,Section A,,8.00,80.00,8.00,80.00,80.00,8.00\n'
+    '"Ng, Cy",81003,S-1003,@cy,Section B,,,,,,,\n'
+    '"Ortiz, Di",81004,S-1004,+di,Section B,,,,,,,\n'
+    '"Park, Ed",81005,S-1005,=ed,Section B,,,,,,,\n'
+    '"Student, Test",81099,,c0ffee0123456789,Section A,,,,,,,\n'
+)
+
+
+def test_the_columns_and_the_points_possible_row_are_read():
+    export = read_export(EXPORT)
+    assert [(a.title, a.canvas_id, a.column, a.points) for a in export.assignments] == [
+        ("Lesson 01 · Budget", "4101", 5, 100.0), ("Quiz (part 2)", "4102", 6, 10.0)]
+    assert export.read_only == ["Assignments Current Score", "Assignments Final Score", "Current Score",
+                                "Unposted Current Score", "Final Score"]
+    assert export.id_columns == ["ID", "SIS User ID", "SIS Login ID"]
+    assert [s.name for s in export.students] == ["Doe, Ana", "Lee, Bo", "Ng, Cy", "Ortiz, Di", "Park, Ed",
+                                                 "Student, Test"]
+    assert export.students[0].ids == {"ID": "81001", "SIS User ID": "S-1001", "SIS Login ID": "ana"}
+    assert export.students[0].row == 2 and export.students[0].section == "Section A"
+
+
+def test_every_cell_is_kept_as_exported():
+    """Reading changes nothing: the rows are the file's, cell for cell, ids starting with
+    -, +, @ or = included (no formula guard is applied to what Canvas wrote)."""
+    export = read_export("\ufeff" + EXPORT)
+    import csv
+    import io
+
+    assert export.rows == list(csv.reader(io.StringIO(EXPORT)))
+    assert [s.ids["SIS Login ID"] for s in export.students][1:5] == ["-bob", "@cy", "+di", "=ed"]
+
+
+def test_the_graded_students_are_found_by_the_column_that_holds_them():
+    export = read_export(EXPORT)
+    match = match_students(export, ["ana", "-bob", "@cy", "+di", "=ed"])
+    assert match.column == "SIS Login ID"
+    assert {sid: row.name for sid, row in match.rows.items()} == {
+        "ana": "Doe, Ana", "-bob": "Lee, Bo", "@cy": "Ng, Cy", "+di": "Ortiz, Di", "=ed": "Park, Ed"}
+    assert match.missing == [] and [row.name for row in match.ungraded] == ["Student, Test"]
+    by_sis = match_students(export, ["S-1001", "S-1003"])
+    assert by_sis.column == "SIS User ID" and sorted(by_sis.rows) == ["S-1001", "S-1003"]
+
+
+def test_an_id_matches_only_as_written():
+    """An id is compared exactly: a quoted "'-bob" (how a spreadsheet's formula guard writes it)
+    or another case is not the student; spaces around a cell are ignored."""
+    export = read_export(EXPORT.replace(",ana,", ", ana ,"))
+    match = match_students(export, ["ana", "'-bob", "ANA"], column="SIS Login ID")
+    assert sorted(match.rows) == ["ana"] and match.missing == ["'-bob", "ANA"]
+
+
+def test_a_graded_student_missing_from_the_export_and_a_student_not_graded_are_reported():
+    export = read_export(EXPORT)
+    match = match_students(export, ["ana", "zed"])
+    assert sorted(match.rows) == ["ana"]
+    assert match.missing == ["zed"]
+    assert [row.name for row in match.ungraded] == ["Lee, Bo", "Ng, Cy", "Ortiz, Di", "Park, Ed", "Student, Test"]
+
+
+def test_no_column_holding_the_graded_students_is_an_error_that_says_what_is_there():
+    with pytest.raises(CanvasError, match=r"none of the 2 graded students \('Ana Doe', 'Bo Lee'\).*SIS Login ID: 'ana'"):
+        match_students(read_export(EXPORT), ["Ana Doe", "Bo Lee"])
+    with pytest.raises(CanvasError, match="no column 'Integration ID'.*ID, SIS User ID, SIS Login ID"):
+        match_students(read_export(EXPORT), ["ana"], column="Integration ID")
+
+
+def test_an_id_in_two_rows_is_refused():
+    twice = EXPORT.replace(",c0ffee0123456789,", ",ana,")
+    with pytest.raises(CanvasError, match=r"'ana' is in 2 rows .*rows 3, 8 of the file"):
+        match_students(read_export(twice), ["ana"])
+
+
+def test_an_export_without_sis_columns_is_matched_by_canvas_id():
+    """A TA's export, made without permission to see SIS data, has only Student, ID and Section."""
+    ta = ("Student,ID,Section,Lesson 01 · Budget (4101)\n"
+          "    Points Possible,,,100.00\n"
+          '"Doe, Ana",81001,Section A,\n')
+    export = read_export(ta)
+    assert export.id_columns == ["ID"]
+    assert match_students(export, ["81001"]).rows["81001"].name == "Doe, Ana"
+
+
+def test_a_manual_posting_row_is_not_a_student():
+    posting = EXPORT.replace("(read only)\n", "(read only)\n,,,,,Manual Posting,,,,,,\n", 1)
+    export = read_export(posting)
+    assert [s.name for s in export.students][0] == "Doe, Ana" and len(export.students) == 6
+
+
+def test_files_that_are_not_gradebook_exports_are_refused_with_what_to_do():
+    with pytest.raises(CanvasError, match="Export Entire Gradebook"):
+        read_export("student,lesson,score\nana,01-budget,7\n")
+    with pytest.raises(CanvasError, match="no assignment column"):
+        read_export("Student,ID,Section,Current Score\n    Points Possible,,,(read only)\n")
+    with pytest.raises(CanvasError, match="none of the columns Canvas matches students by"):
+        read_export("Student,Section,Budget (1)\n")
+    with pytest.raises(CanvasError, match="Export Entire Gradebook"):
+        read_export("")
