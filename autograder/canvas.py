@@ -36,8 +36,8 @@ import io
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "ID_COLUMNS", "read_export",
-           "match_students"]
+__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "Change", "ID_COLUMNS", "read_export",
+           "match_students", "map_lessons", "fill_in", "write_export"]
 
 ID_COLUMNS = ("ID", "SIS User ID", "SIS Login ID", "Integration ID")
 """The columns Canvas matches a row by, in the order tried when more than one would do."""
@@ -205,3 +205,105 @@ def _rows_by_id(export: Export, name: str) -> dict[str, list[StudentRow]]:
         if value:
             by_id.setdefault(value, []).append(row)
     return by_id
+
+
+def map_lessons(export: Export, lessons: list[str], mapping: dict[str, str] | None = None) -> dict[str, Assignment]:
+    """The assignment column each graded lesson goes into.
+
+    ``mapping`` gives, for a lesson, its assignment's Canvas id (``4101``), its header
+    (``Budget (4101)``) or its title (``Budget``, when no other assignment has it). A lesson it
+    leaves out goes into the assignment titled exactly as the lesson (``01-budget``), if there is
+    one. Raises :class:`CanvasError` for a lesson with no column, naming the columns it could be,
+    for a mapping that names no column or more than one, and for two lessons in one column.
+    """
+    mapping = dict(mapping or {})
+    unknown = sorted(set(mapping) - set(lessons))
+    if unknown:
+        raise CanvasError(f"the mapping names lessons that were not graded: {', '.join(unknown)}; "
+                          f"the graded lessons are {', '.join(lessons)}")
+    columns = [f"{a.title} ({a.canvas_id})" for a in export.assignments]
+    chosen: dict[str, Assignment] = {}
+    for lesson in lessons:
+        wanted = mapping.get(lesson, lesson).strip()
+        hits = [a for a in export.assignments
+                if wanted in (a.canvas_id, f"{a.title} ({a.canvas_id})", a.title)]
+        if len({a.canvas_id for a in hits}) > 1:
+            raise CanvasError(f"{wanted!r} names {len(hits)} columns of the export for lesson {lesson} "
+                              f"({'; '.join(f'{a.title} ({a.canvas_id})' for a in hits)}): give the assignment id")
+        if not hits:
+            how = f"the mapping's {wanted!r} names no column" if lesson in mapping else "no column is titled so"
+            raise CanvasError(
+                f"lesson {lesson} has no column in the export ({how}); map it to one of: {'; '.join(columns)} "
+                f"(as '{lesson}=ASSIGNMENT ID')")
+        chosen[lesson] = hits[0]
+    by_column: dict[str, list[str]] = {}
+    for lesson, assignment in chosen.items():
+        by_column.setdefault(assignment.canvas_id, []).append(lesson)
+    shared = {cid: names for cid, names in by_column.items() if len(names) > 1}
+    if shared:
+        cid, names = next(iter(shared.items()))
+        raise CanvasError(f"lessons {', '.join(names)} are all mapped to assignment {cid}: each lesson needs a column of its own")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Change:
+    """One cell :func:`fill_in` wrote: a student's grade for an assignment, before and after."""
+
+    student: str
+    name: str
+    assignment: str
+    before: str
+    after: str
+
+    @property
+    def kind(self) -> str:
+        """``new`` (the cell was blank), ``raised``, ``lowered`` or ``same``."""
+        if not self.before.strip():
+            return "new"
+        try:
+            before = float(self.before)
+        except ValueError:
+            return "raised"  # a letter grade or an excused mark replaced by points
+        after = float(self.after)
+        return "same" if after == before else ("raised" if after > before else "lowered")
+
+
+def fill_in(export: Export, match: Match, results: dict[str, dict], columns: dict[str, Assignment]
+            ) -> tuple[list[list[str]], list[Change]]:
+    """The export's rows with each graded student's lesson scores written into their columns,
+    scaled to the assignment's points possible, and the changes made.
+
+    ``results`` is the grader's ``{student: {"lessons": {lesson: {"score", "max_score",
+    "status"}}}}``. Only the cells of students in ``match.rows`` and lessons in ``columns`` are
+    written, and only for a lesson that was graded (``error`` leaves the cell as exported, so a
+    failed regrade never erases a grade); every other cell, row and column stays as exported.
+    Raises :class:`CanvasError` when an assignment's points possible are not in the export.
+    """
+    for lesson, assignment in columns.items():
+        if assignment.points is None:
+            raise CanvasError(
+                f"the export's Points Possible row gives no points for {assignment.title} ({assignment.canvas_id}), "
+                f"the column of lesson {lesson}: set the assignment's points in Canvas and export again")
+    rows = [list(row) for row in export.rows]
+    changes = []
+    for sid, row in sorted(match.rows.items()):
+        lessons = results.get(sid, {}).get("lessons", {})
+        for lesson, assignment in columns.items():
+            result = lessons.get(lesson)
+            if result is None or result.get("status") == "error":
+                continue
+            most = float(result["max_score"])
+            points = float(result["score"]) / most * assignment.points if most > 0 else 0.0
+            after = f"{round(points, 2):.2f}"
+            before = rows[row.row][assignment.column]
+            rows[row.row][assignment.column] = after
+            changes.append(Change(sid, row.name, f"{assignment.title} ({assignment.canvas_id})", before, after))
+    return rows, changes
+
+
+def write_export(rows: list[list[str]]) -> str:
+    """``rows`` as CSV text for Canvas's importer (every cell as given: nothing is quoted away)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()

@@ -118,3 +118,91 @@ def test_files_that_are_not_gradebook_exports_are_refused_with_what_to_do():
         read_export("Student,Section,Budget (1)\n")
     with pytest.raises(CanvasError, match="Export Entire Gradebook"):
         read_export("")
+
+
+# Filling in the export: lessons mapped to its columns, scores scaled, nothing else touched.
+
+from autograder.canvas import fill_in, map_lessons, write_export  # noqa: E402
+
+
+def _result(score, most, status="graded"):
+    return {"score": score, "max_score": most, "status": status}
+
+
+def test_lessons_go_into_the_columns_they_are_mapped_to():
+    export = read_export(EXPORT)
+    assert map_lessons(export, ["01-budget"], {"01-budget": "4101"})["01-budget"].title == "Lesson 01 · Budget"
+    assert map_lessons(export, ["01-budget"], {"01-budget": "Quiz (part 2) (4102)"})["01-budget"].canvas_id == "4102"
+    assert map_lessons(export, ["01-budget"], {"01-budget": "Quiz (part 2)"})["01-budget"].canvas_id == "4102"
+    named = EXPORT.replace("Lesson 01 · Budget (4101)", "01-budget (4101)")
+    assert map_lessons(read_export(named), ["01-budget"])["01-budget"].canvas_id == "4101"
+
+
+def test_a_lesson_without_a_column_is_an_error_that_lists_the_columns():
+    export = read_export(EXPORT)
+    with pytest.raises(CanvasError, match=r"lesson 01-budget has no column.*Lesson 01 · Budget \(4101\); Quiz \(part 2\) \(4102\)"):
+        map_lessons(export, ["01-budget"])
+    with pytest.raises(CanvasError, match="names no column"):
+        map_lessons(export, ["01-budget"], {"01-budget": "9999"})
+    with pytest.raises(CanvasError, match="each lesson needs a column of its own"):
+        map_lessons(export, ["01-budget", "02-trimming"], {"01-budget": "4101", "02-trimming": "4101"})
+    with pytest.raises(CanvasError, match="not graded: 03-summarising"):
+        map_lessons(export, ["01-budget"], {"01-budget": "4101", "03-summarising": "4102"})
+    renamed = EXPORT.replace("Quiz (part 2) (4102)", "Lesson 01 · Budget (4102)")
+    with pytest.raises(CanvasError, match="give the assignment id"):
+        map_lessons(read_export(renamed), ["01-budget"], {"01-budget": "Lesson 01 · Budget"})
+
+
+def test_scores_are_scaled_and_only_graded_cells_change():
+    """7.5 of 17 into a 100-point assignment is 44.12; a failed grading (error) leaves Ana's 72.50
+    as exported; Bo's missing notebook is 0; a student not graded and the Test Student keep their
+    rows; the computed columns are never written."""
+    export = read_export(EXPORT)
+    match = match_students(export, ["ana", "-bob", "@cy", "zed"])
+    columns = map_lessons(export, ["01-budget", "02-trimming"], {"01-budget": "4101", "02-trimming": "4102"})
+    results = {
+        "ana": {"lessons": {"01-budget": _result(0.0, 17.0, "error"), "02-trimming": _result(46.0, 46.0)}},
+        "-bob": {"lessons": {"01-budget": _result(0.0, 17.0, "missing"), "02-trimming": _result(23.0, 46.0)}},
+        "@cy": {"lessons": {"01-budget": _result(7.5, 17.0)}},
+        "zed": {"lessons": {"01-budget": _result(17.0, 17.0)}},
+    }
+    rows, changes = fill_in(export, match, results, columns)
+    written = {(c.student, c.assignment): (c.before, c.after, c.kind) for c in changes}
+    assert written == {
+        ("ana", "Quiz (part 2) (4102)"): ("", "10.00", "new"),
+        ("-bob", "Lesson 01 · Budget (4101)"): ("", "0.00", "new"),
+        ("-bob", "Quiz (part 2) (4102)"): ("8.00", "5.00", "lowered"),
+        ("@cy", "Lesson 01 · Budget (4101)"): ("", "44.12", "new"),
+    }
+    changed = {(export.students[i].row, col) for i, col in ((0, 6), (1, 5), (1, 6), (2, 5))}
+    for r, (old, new) in enumerate(zip(export.rows, rows, strict=True)):
+        for c, (a, b) in enumerate(zip(old, new, strict=True)):
+            assert a == b or (r, c) in changed, f"row {r} column {c} changed from {a!r} to {b!r}"
+    assert rows[2][5] == "72.50"  # Ana's grade survives her failed regrade
+
+
+def test_a_grade_raised_lowered_or_kept_is_told_apart():
+    export = read_export(EXPORT)
+    match = match_students(export, ["ana"])
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    for score, kind in ((17.0, "raised"), (1.0, "lowered"), (12.325, "same")):
+        _, (change,) = fill_in(export, match, {"ana": {"lessons": {"01-budget": _result(score, 17.0)}}}, columns)
+        assert change.kind == kind, (score, change)
+
+
+def test_an_assignment_without_points_possible_is_refused():
+    export = read_export(EXPORT.replace("100.00,10.00", ",10.00"))
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    with pytest.raises(CanvasError, match="gives no points for Lesson 01 · Budget"):
+        fill_in(export, match_students(export, ["ana"]), {}, columns)
+
+
+def test_the_filled_in_export_reads_back_as_written():
+    export = read_export(EXPORT)
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    rows, _ = fill_in(export, match_students(export, ["=ed"]), {"=ed": {"lessons": {"01-budget": _result(17.0, 17.0)}}}, columns)
+    text = write_export(rows)
+    again = read_export(text)
+    assert again.rows == rows
+    assert [s.ids["SIS Login ID"] for s in again.students][1:5] == ["-bob", "@cy", "+di", "=ed"]
+    assert "'" not in text
