@@ -13,7 +13,7 @@ LAB = $(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$
 	$(if $(filter 0,$(shell id -u)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-instructor test test-fast lint release grade bench student-repo
+.PHONY: help setup lab lab-instructor test test-fast lint release grade canvas bench student-repo
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ release: setup ## regenerate course/ from solutions/ (never edit course/ by hand
 
 grade: setup ## grade a class: make grade SUBMISSIONS=path/to/folder-or-archives
 	$(BIN)/python -m autograder grade $(SUBMISSIONS)
+
+canvas: setup ## fill in a Canvas gradebook export: make canvas EXPORT=gradebook.csv MAP="01-budget=4101 ..."
+	$(BIN)/python -m autograder canvas $(EXPORT) --results grading-output $(foreach m,$(MAP),--map $(m))
 
 bench: setup ## run the benchmarks (not part of `make test`); writes bench/results/
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt -c constraints.txt

@@ -31,13 +31,18 @@ Assignment(title='Budget', canvas_id='101', column=4, points=30.0)
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import re
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from .report import FORMULA_STARTS
 
 __all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "Change", "ID_COLUMNS", "read_export",
-           "match_students", "map_lessons", "fill_in", "write_export"]
+           "match_students", "map_lessons", "fill_in", "write_export", "read_grades", "register"]
 
 ID_COLUMNS = ("ID", "SIS User ID", "SIS Login ID", "Integration ID")
 """The columns Canvas matches a row by, in the order tried when more than one would do."""
@@ -307,3 +312,82 @@ def write_export(rows: list[list[str]]) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue()
+
+
+def read_grades(text: str) -> dict[str, dict]:
+    """The grader's ``grades.csv`` as ``{student: {"lessons": {lesson: {"score", "max_score",
+    "status"}}}}``; an id the report guarded with a leading ``'`` (``'-bob``) is read as itself."""
+    students: dict[str, dict] = {}
+    for record in csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline="")):
+        try:
+            sid, lesson = record["student"], record["lesson"]
+            result = {"score": float(record["score"]), "max_score": float(record["max_score"]), "status": record["status"]}
+        except (KeyError, TypeError, ValueError) as err:
+            raise CanvasError(f"grades.csv is not the grader's: {err!r} in {record}; "
+                              "pass --results the folder `grade` wrote") from None
+        if sid.startswith("'") and sid[1:].startswith(FORMULA_STARTS):
+            sid = sid[1:]
+        students.setdefault(sid, {"lessons": {}})["lessons"][lesson] = result
+    return students
+
+
+def register(commands) -> None:
+    """Add ``canvas EXPORT --results DIR [--map LESSON=ASSIGNMENT ...]`` to the command line."""
+    parser = commands.add_parser(
+        "canvas", help="fill in your Canvas gradebook export with the class's scores",
+        description="Fill in the gradebook you exported from Canvas (Grades > Export > Export Entire Gradebook) "
+                    "with the scores `grade` wrote, for Canvas's Import. Only graded cells change; a lesson whose "
+                    "grading failed keeps the grade Canvas has. See autograder/README.md.")
+    parser.add_argument("export", type=Path, metavar="EXPORT", help="the CSV file Canvas exported")
+    parser.add_argument("--results", type=Path, default=Path("grading-output"),
+                        help="the folder `grade` (or `merge`) wrote (default: grading-output)")
+    parser.add_argument("--map", action="append", default=[], metavar="LESSON=ASSIGNMENT",
+                        help="the assignment a lesson goes into: its Canvas id, header or title (repeat per lesson; "
+                             "a lesson titled as itself in Canvas needs none)")
+    parser.add_argument("--match-on", choices=ID_COLUMNS, default=None,
+                        help="the id column holding the graded student ids (default: the one that holds most)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write the filled-in file (default: RESULTS/canvas-import.csv)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        mapping = {}
+        for item in args.map:
+            lesson, sep, target = item.partition("=")
+            if not sep or not lesson.strip() or not target.strip():
+                raise CanvasError(f"--map takes LESSON=ASSIGNMENT (as 01-budget=4101), got {item!r}")
+            mapping[lesson.strip()] = target.strip()
+        grades_path = args.results / "grades.csv"
+        if not grades_path.is_file():
+            raise CanvasError(f"there is no {grades_path}: grade the class first, or pass --results the folder it wrote")
+        if not args.export.is_file():
+            raise CanvasError(f"there is no file {args.export}: export the gradebook from Canvas first")
+        export = read_export(args.export.read_text(encoding="utf-8-sig"))
+        results = read_grades(grades_path.read_text(encoding="utf-8"))
+        lessons = sorted({lesson for record in results.values() for lesson in record["lessons"]})
+        match = match_students(export, sorted(results), args.match_on)
+        columns = map_lessons(export, lessons, mapping)
+        rows, changes = fill_in(export, match, results, columns)
+    except (CanvasError, OSError, UnicodeDecodeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = args.out or args.results / "canvas-import.csv"
+    out.write_text(write_export(rows), encoding="utf-8")
+    print(_summary(match, columns, changes))
+    print(f"\nwrote {out}: import it in Canvas (Grades > Import) and check the preview before you confirm.")
+    return 0
+
+
+def _summary(match: Match, columns: dict[str, Assignment], changes: list[Change]) -> str:
+    kinds = {kind: [c for c in changes if c.kind == kind] for kind in ("new", "raised", "lowered", "same")}
+    lines = [f"students: {len(match.rows)} matched by {match.column}; {len(match.ungraded)} rows not graded, left as they were",
+             "columns: " + "; ".join(f"{lesson} -> {a.title} ({a.canvas_id}, {a.points:g} points)"
+                                     for lesson, a in columns.items()),
+             f"grades: {len(kinds['new'])} new, {len(kinds['raised'])} raised, {len(kinds['lowered'])} lowered, "
+             f"{len(kinds['same'])} unchanged"]
+    if match.missing:
+        lines.append(f"not in the export, so not written: {', '.join(match.missing)}")
+    lines += [f"  lowered: {c.name} ({c.student}), {c.assignment}: {c.before} -> {c.after}" for c in kinds["lowered"]]
+    return "\n".join(lines)

@@ -6,7 +6,6 @@ with nbgrader, and writes to ``--out`` (default ``grading-output/``):
 
 ======================================  ==========================================================
 ``grades.csv``                          one row per student and lesson (see :mod:`autograder.report`)
-``canvas.csv``                          the same scores as a Canvas gradebook import
 ``summary.md``                          who failed what and why; what needs the instructor's look
 ``feedback/<student>/...``              feedback pages without hidden tests (:mod:`autograder.feedback`)
 ``gradebook.db``                        one nbgrader gradebook with every student, merged
@@ -59,7 +58,7 @@ from .limits import remove_tree
 from .notebook import read_notebook
 from .pool import WorkerPool
 from .progress import Progress, duration
-from .report import attention, canvas_csv, grades_csv, summary_markdown
+from .report import attention, grades_csv, summary_markdown
 from .sandbox import Limits, Sandbox, SandboxUnavailable, default_readonly_paths, probe
 from .template import PACKAGE_PARENT, Lesson, TemplateError, build_template
 
@@ -417,7 +416,6 @@ def write_outputs(out: Path, results: dict, lessons: dict[str, Lesson], template
     if not sandbox:
         header.append("**Graded WITHOUT isolation (--no-sandbox): learners' code ran with the grader's rights.**")
     (out / "grades.csv").write_text(grades_csv(results), encoding="utf-8")
-    (out / "canvas.csv").write_text(canvas_csv(results), encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(results, header=header, notes=intake_notes), encoding="utf-8")
     feedback = out / "feedback"
     if feedback.exists():

@@ -6,7 +6,7 @@ or a CI matrix, runs the N commands; see ``autograder/README.md``). Each shard w
 students' results and a ``run.json`` saying which shard it was, with which options and lesson
 sources, out of which class. ``merge`` checks that the folders are the N shards of one class
 graded the same way, copies every student's kept result, gradebook and graded notebooks, and
-writes ``grades.csv``, ``canvas.csv``, ``summary.md``, ``feedback/`` and ``gradebook.db`` with
+writes ``grades.csv``, ``summary.md``, ``feedback/`` and ``gradebook.db`` with
 the same code and the same inputs as a single run, so they come out as that run's would (the
 gradebook's rows hold the same scores; nbgrader's own row ids and timestamps are new on every
 grading, and each shard's gradebooks are moved onto one template by lesson, notebook and cell

@@ -34,15 +34,14 @@ import io
 import re
 from collections import defaultdict
 
-__all__ = ["attention", "event_text", "notes_of", "grades_csv", "canvas_csv", "summary_markdown", "csv_cell",
-           "md_text", "ATTENTION_EVENTS", "CSV_COLUMNS", "CANVAS_COLUMNS", "FORMULA_STARTS"]
+__all__ = ["attention", "event_text", "notes_of", "grades_csv", "summary_markdown", "csv_cell",
+           "md_text", "ATTENTION_EVENTS", "CSV_COLUMNS", "FORMULA_STARTS"]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 LEADING_MARKER = re.compile(r"^(?:([-+])|(\d{1,9})([.)])(?=\s|$))")
 
 CSV_COLUMNS = ("student", "lesson", "score", "max_score", "status", "attention", "notes")
-CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 ATTENTION_EVENTS = {
     "timeout", "hung", "kernel_died", "exit_called", "memory", "output_truncated", "skipped", "gave_up",
     "cell_error", "judge_unreachable", "judge_setup", "learner_interrupted", "learner_restarted",
@@ -102,41 +101,6 @@ def grades_csv(students: dict[str, dict]) -> str:
                 student, lesson, f"{result['score']:g}", f"{result['max_score']:g}", result["status"],
                 "yes" if attention(result) else "no", notes[:1000],
             )])
-    return out.getvalue()
-
-
-def canvas_csv(students: dict[str, dict]) -> str:
-    """The class's scores as a Canvas gradebook import: one row per student, one column per lesson.
-
-    Canvas's gradebook CSV starts with the columns ``Student, ID, SIS User ID, SIS Login ID,
-    Section``, has a ``Points Possible`` row under the header, and then one row per student;
-    Canvas matches a row to a learner by ``ID``, ``SIS User ID`` or ``SIS Login ID``. The
-    grader knows only its student ids, so they go in ``Student`` and ``SIS Login ID``. A
-    lesson whose grading failed (``error``) is left blank (never 0); Canvas may read a blank as
-    removing a grade it holds (:mod:`autograder.canvas` reads the instructor's own export instead).
-
-    >>> print(canvas_csv({"ana": {"lessons": {"01-budget": {"score": 7.5, "max_score": 17.0, "status": "graded"}}}}))
-    Student,ID,SIS User ID,SIS Login ID,Section,01-budget
-    Points Possible,,,,,17
-    ana,,,ana,,7.5
-    <BLANKLINE>
-    """
-    lessons = sorted({lesson for record in students.values() for lesson in record["lessons"]})
-    most = {}
-    for record in students.values():
-        for lesson, result in record["lessons"].items():
-            most.setdefault(lesson, result["max_score"])
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*CANVAS_COLUMNS, *lessons])
-    writer.writerow(["Points Possible", "", "", "", "", *(f"{most[lesson]:g}" for lesson in lessons)])
-    for student in sorted(students):
-        results = students[student]["lessons"]
-        scores = []
-        for lesson in lessons:
-            result = results.get(lesson)
-            scores.append("" if result is None or result["status"] == "error" else f"{result['score']:g}")
-        writer.writerow([csv_cell(cell) for cell in (student, "", "", student, "", *scores)])
     return out.getvalue()
 
 

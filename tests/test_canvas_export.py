@@ -206,3 +206,66 @@ def test_the_filled_in_export_reads_back_as_written():
     assert again.rows == rows
     assert [s.ids["SIS Login ID"] for s in again.students][1:5] == ["-bob", "@cy", "+di", "=ed"]
     assert "'" not in text
+
+
+# The command: python -m autograder canvas EXPORT --results DIR --map LESSON=ASSIGNMENT
+
+
+def test_the_command_fills_in_the_export_from_the_graders_results(tmp_path, capsys):
+    """As an instructor runs it after `grade`: grades.csv (with its guarded '-bob) in, a filled-in
+    copy of the export out, the export itself untouched, and a summary of every change."""
+    from autograder.__main__ import main
+    from autograder.report import grades_csv
+
+    results = tmp_path / "grading-output"
+    results.mkdir()
+    (results / "grades.csv").write_text(grades_csv({
+        "ana": {"lessons": {"01-budget": {**_result(17.0, 17.0), "notes": [], "events": []}}},
+        "-bob": {"lessons": {"01-budget": {**_result(0.0, 17.0, "error"), "notes": ["kernel died"], "events": []}}},
+        "zed": {"lessons": {"01-budget": {**_result(8.5, 17.0), "notes": [], "events": []}}},
+    }), encoding="utf-8")
+    assert "'-bob" in (results / "grades.csv").read_text(encoding="utf-8")
+    export = tmp_path / "gradebook.csv"
+    export.write_text("\ufeff" + EXPORT.replace('"Lee, Bo",81002,S-1002,-bob,Section A,,', '"Lee, Bo",81002,S-1002,-bob,Section A,64.00,'),
+                      encoding="utf-8")
+    before = export.read_bytes()
+    assert main(["canvas", str(export), "--results", str(results), "--map", "01-budget=4101"]) == 0
+    said = capsys.readouterr().out
+    assert export.read_bytes() == before
+    filled = read_export((results / "canvas-import.csv").read_text(encoding="utf-8"))
+    assert filled.rows[2][5] == "100.00" and filled.rows[3][5] == "64.00"  # Bo's grade survives his error
+    assert "students: 2 matched by SIS Login ID" in said
+    assert "grades: 0 new, 1 raised, 0 lowered, 0 unchanged" in said
+    assert "not in the export, so not written: zed" in said
+    assert "01-budget -> Lesson 01 · Budget (4101, 100 points)" in said
+
+
+def test_the_command_says_what_is_wrong(tmp_path, capsys):
+    from autograder.__main__ import main
+
+    export = tmp_path / "gradebook.csv"
+    export.write_text(EXPORT, encoding="utf-8")
+    assert main(["canvas", str(export), "--results", str(tmp_path / "nowhere")]) == 2
+    assert "grade the class first" in capsys.readouterr().err
+    (tmp_path / "grades.csv").write_text("student,lesson,score,max_score,status,attention,notes\n"
+                                         "ana,01-budget,7,17,graded,no,\n", encoding="utf-8")
+    assert main(["canvas", str(export), "--results", str(tmp_path)]) == 2
+    assert "lesson 01-budget has no column" in capsys.readouterr().err
+    assert main(["canvas", str(export), "--results", str(tmp_path), "--map", "01-budget"]) == 2
+    assert "--map takes LESSON=ASSIGNMENT" in capsys.readouterr().err
+    assert not (tmp_path / "canvas-import.csv").exists()
+
+
+def test_make_canvas_runs_the_command_the_readme_shows(tmp_path):
+    """The README's `make canvas EXPORT=... MAP="..."` line, as make expands it."""
+    import subprocess
+
+    from support.pipeline import REPO
+
+    dry = subprocess.run(["make", "-n", "canvas", "EXPORT=gradebook.csv", "MAP=01-budget=4101 02-trimming=4102"],
+                         cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    command = dry.strip().splitlines()[-1]
+    assert command.endswith("-m autograder canvas gradebook.csv --results grading-output "
+                            "--map 01-budget=4101 --map 02-trimming=4102"), command
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert 'make canvas EXPORT=gradebook.csv MAP="01-budget=4101 02-trimming=4102"' in readme
