@@ -269,3 +269,12 @@ def test_make_canvas_runs_the_command_the_readme_shows(tmp_path):
                             "--map 01-budget=4101 --map 02-trimming=4102"), command
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert 'make canvas EXPORT=gradebook.csv MAP="01-budget=4101 02-trimming=4102"' in readme
+
+
+def test_a_renamed_assignment_keeps_its_id():
+    """An assignment renamed in Canvas after the mapping was written is still found by its id; a
+    mapping by its old title is an error that lists the columns as they are now."""
+    renamed = read_export(EXPORT.replace("Lesson 01 · Budget (4101)", "\"Budget, revised (4101)\""))
+    assert map_lessons(renamed, ["01-budget"], {"01-budget": "4101"})["01-budget"].title == "Budget, revised"
+    with pytest.raises(CanvasError, match=r"names no column.*Budget, revised \(4101\)"):
+        map_lessons(renamed, ["01-budget"], {"01-budget": "Lesson 01 · Budget"})
