@@ -77,6 +77,35 @@ def test_points_in_headings_add_up(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
+def test_every_visible_test_lets_run_all_go_on(lesson):
+    """A visible test fails in a blank lesson; tagged raises-exception, it does not stop Run All."""
+    for cell, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        if meta.get("grade") and "### BEGIN HIDDEN TESTS" not in source_of(cell):
+            assert "raises-exception" in cell["metadata"].get("tags", []), (
+                f"{lesson}: visible test {meta['grade_id']} needs the tag raises-exception")
+
+
+CHECKED_BEFORE_GRADING = ("01-budget",)
+"""Lessons in which at least half the points come from tests a learner can run (ctxlab.check runs
+every test cell without hidden tests); the others join as their visible checks are written."""
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_the_share_of_points_a_learner_can_check_before_grading(lesson):
+    """Each lesson's visible points, listed; in the lessons of CHECKED_BEFORE_GRADING, half or more."""
+    visible = hidden = 0
+    for cell, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        if meta.get("grade"):
+            if "### BEGIN HIDDEN TESTS" in source_of(cell):
+                hidden += meta["points"]
+            else:
+                visible += meta["points"]
+    print(f"{lesson}: {visible} of {visible + hidden} points visible")
+    if lesson in CHECKED_BEFORE_GRADING:
+        assert 2 * visible >= visible + hidden, f"{lesson}: only {visible} of {visible + hidden} points are visible"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_course_has_no_solutions_or_hidden_tests(lesson):
     course_text = notebook_of(REPO / "course" / lesson).read_text(encoding="utf-8")
     for marker in MARKERS:
