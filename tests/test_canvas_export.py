@@ -264,7 +264,7 @@ def test_make_canvas_runs_the_command_the_readme_shows(tmp_path):
 
     dry = subprocess.run(["make", "-n", "canvas", "EXPORT=gradebook.csv", "MAP=01-budget=4101 02-trimming=4102"],
                          cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
-    command = dry.strip().splitlines()[-1]
+    (command,) = [line for line in dry.splitlines() if " -m autograder canvas " in line]  # make may add notes
     assert command.endswith("-m autograder canvas gradebook.csv --results grading-output "
                             "--map 01-budget=4101 --map 02-trimming=4102"), command
     readme = (REPO / "README.md").read_text(encoding="utf-8")
