@@ -28,6 +28,7 @@ How close this lands is measured on recorded bills by ``tests/test_billing.py`` 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -270,7 +271,7 @@ def _parallel_groups(messages: list) -> list[tuple[list[str], list[Mapping[str, 
             continue
         names = {call.get("id"): call["function"]["name"] for call in calls}
         results = []
-        for reply in messages[index + 1:]:
+        for reply in itertools.islice(messages, index + 1, None):  # no copy: a long run has many of these
             if not (isinstance(reply, Mapping) and reply.get("role") == "tool" and reply.get("tool_call_id") in names):
                 break
             results.append(reply)

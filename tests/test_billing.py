@@ -255,6 +255,12 @@ def test_the_results_of_parallel_calls_are_read_as_one_message():
                                             {**calls, "tool_calls": calls["tool_calls"][:1]}, results[0]]}
     assert ctxlab.billing.as_rendered(one["messages"])[2] == {"role": "functions.get_weather", "content": pretty}
     assert ctxlab.billing.parallel_results_difference(one["messages"], enc) == 0
+    run = ctxlab.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.load_transcript("parallel"), 1_000))
+    groups = sum(1 for m in run if len(m.get("tool_calls") or []) > 1)
+    read = ctxlab.billing.as_rendered(run)
+    assert groups > 100 and sum(m["role"] == "multi_tool_use.parallel" for m in read) == groups
+    assert not any(m["role"] == "tool" for m in read)
+    assert ctxlab.count_request({"model": "gpt-4o", "messages": run}) == _read_plainly(read, enc) + 3
 
 
 def _read_plainly(messages, enc) -> int:
