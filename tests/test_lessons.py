@@ -85,7 +85,7 @@ def test_every_visible_test_lets_run_all_go_on(lesson):
                 f"{lesson}: visible test {meta['grade_id']} needs the tag raises-exception")
 
 
-CHECKED_BEFORE_GRADING = ("01-budget", "02-trimming")
+CHECKED_BEFORE_GRADING = ("01-budget", "02-trimming", "03-summarising")
 """Lessons in which at least half the points come from tests a learner can run (ctxlab.check runs
 every test cell without hidden tests); the others join as their visible checks are written."""
 
@@ -289,6 +289,45 @@ def test_every_rule_has_a_test_and_a_wrong_answer_that_breaks_only_it(lesson):
             f"{lesson}: wrong answer {rule['wrong']!r} should fail {rule['test']!r}, the test of rule {rule['rule']!r}")
     unused = set(wrong) - {rule["wrong"] for rule in rules}
     assert not unused, f"{lesson}: wrong answers in no rule: {sorted(unused)}"
+
+
+def _fair_answers() -> list[tuple[str, dict]]:
+    from support.pipeline import _answers_module
+
+    return [(lesson, fair) for lesson in LESSONS for fair in getattr(_answers_module(lesson), "FAIR_ANSWERS", [])]
+
+
+FAIR = _fair_answers()
+
+
+@pytest.mark.parametrize("lesson, fair", FAIR, ids=[f"{lesson}:{fair['name']}" for lesson, fair in FAIR])
+def test_a_fair_answer_in_words_of_its_own_passes_every_test_of_its_exercise(lesson, fair, monkeypatch):
+    """FAIR_ANSWERS in tests/wrong_answers/<lesson>.py: right answers worded as a learner might word
+    them (the docstring's own phrases among them). Each exercise test cell, hidden ones too, runs
+    here in-process after the lesson's set-up cell, so a test that grades words the docstring does
+    not rule out fails in seconds."""
+    for key, value in offline_env().items():
+        monkeypatch.setenv(key, value)
+    cells = [(c, meta) for c, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)) if c["cell_type"] == "code"]
+    setup = next(source_of(c) for c, meta in cells if "import ctxlab" in source_of(c) and not meta.get("grade") and not meta.get("solution"))
+    start = next(i for i, (_, meta) in enumerate(cells) if meta.get("grade_id") == fair["cell"])
+    tests = []
+    for cell, meta in cells[start + 1:]:
+        if meta.get("solution"):
+            break
+        if meta.get("grade"):
+            tests.append((meta["grade_id"], source_of(cell)))
+    assert tests, f"{lesson}: no test cells follow the answer cell {fair['cell']!r}"
+    namespace: dict = {}
+    exec(compile(setup, "<setup>", "exec"), namespace)
+    exec(compile(fair["source"], f"<{fair['name']}>", "exec"), namespace)
+    failed = {}
+    for grade_id, source in tests:
+        try:
+            exec(compile(source, f"<{grade_id}>", "exec"), namespace)
+        except AssertionError as err:
+            failed[grade_id] = str(err)
+    assert not failed, f"{lesson}: the fair answer {fair['name']!r} fails {failed}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

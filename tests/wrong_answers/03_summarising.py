@@ -1120,3 +1120,22 @@ RULES += [
     dict(rule="a summary bigger than the reserve is refused only when the result exceeds the allowance",
          test="tas-summary-too-big-raises", wrong="refuses-a-summary-bigger-than-the-reserve"),
 ]
+
+
+# Right answers in wordings of their own: each must pass every test of its exercise. They pin the
+# prose tests to the rules the docstring states (tests/test_lessons.py runs them in seconds).
+FAIR_ANSWERS = [
+    dict(name="prior-line-in-the-docstrings-own-words", cell="compaction-prompt", source=prompt(
+        PRIOR_BLOCK='"PREVIOUS SUMMARY: fold the steps into it and return ONE summary (an updated one, never a second '
+                    'or separate summary of the new steps).\\n" f"{prior_summary}\\nEND OF PREVIOUS SUMMARY"')),
+    dict(name="prior-line-refuses-a-second-then-asks-to-update", cell="compaction-prompt", source=prompt(
+        PRIOR_BLOCK='"PREVIOUS SUMMARY: do not write a separate one; update this summary and return one.\\n"'
+                    ' f"{prior_summary}\\nEND OF PREVIOUS SUMMARY"')),
+    dict(name="no-prose-terse-bullets-only", cell="compaction-prompt",
+         source=prompt(BULLETS='"No prose: terse bullet points only, one line each, under these headings:\\n"')),
+    dict(name="avoid-prose-and-use-bullets", cell="compaction-prompt",
+         source=prompt(BULLETS='"Avoid long prose and use bullet points, one line each, under these headings:\\n"')),
+    dict(name="heading-lines-with-words-the-docstring-allows", cell="compaction-prompt", source=prompt(
+        FAILURES='"FAILURES: every tool call that failed and how it failed, so the agent can skip it next time.\\n"',
+        QUESTIONS='"OPEN QUESTIONS: what is still unknown; omit a question once it is answered."')),
+]
