@@ -7,7 +7,9 @@
 * :func:`complete` makes one request through any such client with a bounded retry: timeouts,
   dropped connections, rate limits (429), server errors (5xx) and malformed replies are tried
   again after a growing pause, then reported as :class:`ctxlab.SummaryError`, which says what
-  failed and what to do. A refused request (a bad key, an unknown model) is not retried.
+  failed and what to do. A refused request (a bad key, an unknown model) is not retried; a
+  model that refuses the temperature itself (reasoning models take only their default) is asked
+  again without it, with a warning, and is not sent one again.
 * :class:`ScriptedClient` answers with replies you give it and records every request: the
   fake model for tests.
 
@@ -43,6 +45,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -399,6 +402,23 @@ def _refused_hint(err: BaseException) -> str:
     return "the API refused the request; read its message above"
 
 
+# Models that refused a temperature in this process: reasoning models (the o-series, gpt-5)
+# take only their default and answer 400 with param "temperature".
+_REFUSE_TEMPERATURE: set[str] = set()
+
+
+def _refuses_temperature(err: BaseException) -> bool:
+    """Whether ``err`` is the API refusing the ``temperature`` parameter itself (HTTP 400)."""
+    if getattr(err, "status_code", None) != 400:
+        return False
+    param = getattr(err, "param", None)
+    body = getattr(err, "body", None)
+    if param is None and isinstance(body, Mapping):
+        inner = body.get("error", body)
+        param = inner.get("param") if isinstance(inner, Mapping) else None
+    return param == "temperature"
+
+
 def complete(
     client: Any,
     messages: Sequence[Message],
@@ -415,7 +435,10 @@ def complete(
     are tried again up to ``retries`` times, after ``backoff``, ``2 * backoff``, ``4 * backoff``
     ... seconds (at most ``max_backoff``); then :class:`ctxlab.SummaryError` reports the last
     failure, the number of attempts and what to do. A refused request (400, 401, 404) raises at
-    once: trying again cannot help. Course keys are stripped before sending.
+    once: trying again cannot help. The one exception is a model that refuses the temperature
+    (reasoning models take only their default): the request goes again at once without it, with
+    a warning that its summaries may vary from run to run, and that model is sent no temperature
+    for the rest of the process. Course keys are stripped before sending.
 
     >>> complete(ScriptedClient([TimeoutError("slow"), "done"]), [{"role": "user", "content": "hi"}],
     ...          model="m", backoff=0)
@@ -435,9 +458,12 @@ def complete(
     request = strip_course_keys(messages)
     attempts = retries + 1
     last: tuple[str, BaseException] | None = None
-    for attempt in range(1, attempts + 1):
+    options = {} if model in _REFUSE_TEMPERATURE else {"temperature": temperature}
+    attempt = 0
+    while attempt < attempts:
+        attempt += 1
         try:
-            response = create(model=model, messages=request, temperature=temperature)
+            response = create(model=model, messages=request, **options)
             if inspect.isawaitable(response):
                 close = getattr(response, "close", None)
                 if close is not None:
@@ -445,6 +471,17 @@ def complete(
                 raise TypeError(_ASYNC_CLIENT)
             return _reply_text(response)
         except Exception as err:
+            if options and _refuses_temperature(err):
+                _REFUSE_TEMPERATURE.add(model)
+                options = {}
+                attempt -= 1  # not a failed attempt: the same request, without what it refused
+                warnings.warn(
+                    f"{model} refused temperature={temperature} (it takes only its default); asked again "
+                    "without one, so its summaries may vary from run to run",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
             reason = _classify(err)
             if reason is None:
                 raise

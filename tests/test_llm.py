@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -47,6 +48,8 @@ class CompatibleServer:
                     status, payload = 200, server.completion(body, args[0])
                 elif kind == "status":
                     status, payload = args[0], json.dumps({"error": {"message": f"scripted {args[0]}", "type": "test"}}).encode()
+                elif kind == "error":
+                    status, payload = args[0], json.dumps({"error": args[1]}).encode()
                 elif kind == "raw":
                     status, payload = 200, args[0]
                 else:  # pragma: no cover - a typo in a test
@@ -210,6 +213,33 @@ def test_a_refused_request_is_not_retried(status, hint, real_client):
     assert len(server.requests) == 1
     assert err.value.reason == "refused" and err.value.attempts == 1
     assert hint in str(err.value)
+
+
+# What the API answers a reasoning model sent a temperature (o-series, gpt-5): see, among many,
+# https://github.com/tmc/langchaingo/issues/1355 and https://github.com/cline/cline/issues/341.
+TEMPERATURE_REFUSED = {
+    "message": "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+    "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value",
+}
+
+
+def test_a_model_that_refuses_the_temperature_is_asked_again_without_it(real_client):
+    model = f"reasoning-{uuid.uuid4().hex[:8]}"  # the refusal is remembered per model for the process
+    with CompatibleServer(("error", 400, TEMPERATURE_REFUSED), ("reply", SUMMARY), ("reply", SUMMARY)) as server:
+        client = real_client(server)
+        with pytest.warns(RuntimeWarning, match=f"{model} refused temperature=0"):
+            assert ctxlab.compact(client, dropped_laps(), model=model, retries=0) == SUMMARY
+        assert ctxlab.compact(client, dropped_laps(), model=model, retries=0) == SUMMARY
+    first, again, later = server.requests
+    assert first["temperature"] == 0 and "temperature" not in again and "temperature" not in later
+    assert first["messages"] == again["messages"] == later["messages"]
+
+
+def test_another_bad_parameter_is_still_refused_at_once(real_client):
+    refused = {**TEMPERATURE_REFUSED, "param": "max_tokens", "message": "Unsupported parameter: 'max_tokens'."}
+    with CompatibleServer(("error", 400, refused), ("reply", SUMMARY)) as server, pytest.raises(ctxlab.SummaryError) as err:
+        ctxlab.compact(real_client(server), dropped_laps(), model=f"other-{uuid.uuid4().hex[:8]}")
+    assert len(server.requests) == 1 and err.value.reason == "refused"
 
 
 def test_retries_are_bounded_with_growing_backoff(monkeypatch):
