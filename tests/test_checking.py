@@ -220,7 +220,7 @@ RUN_AND_CHECK = """
 import contextlib, io, json, os, sys
 from IPython.testing.globalipapp import start_ipython
 import ctxlab
-notebook, path = json.loads(sys.argv[1]), sys.argv[2]
+notebook, path = json.loads(sys.stdin.read()), sys.argv[1]  # a lesson is more than one argument may hold
 shell = start_ipython()
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     for cell in notebook["cells"]:
@@ -244,7 +244,7 @@ def test_every_lesson_checks_clean_with_its_solution_and_fails_blank(folder):
     solved = fill(notebook, solution_sources(json.loads(source.read_text(encoding="utf-8"))))
     for name, nb in (("solution", solved), ("blank", notebook)):
         result = subprocess.run(
-            [sys.executable, "-c", RUN_AND_CHECK, json.dumps(nb), str(released)],
+            [sys.executable, "-c", RUN_AND_CHECK, str(released)], input=json.dumps(nb),
             env={**offline_env(), "MPLBACKEND": "Agg"},
             capture_output=True, text=True, timeout=600, cwd=released.parent,
         )

@@ -123,8 +123,8 @@ def test_the_stated_points_are_the_points_the_tests_award(lesson):
     _, notebook = _notebook(lesson)
     awarded = sum(cell.metadata.get("nbgrader", {}).get("points", 0) for cell in notebook.cells
                   if cell.metadata.get("nbgrader", {}).get("grade"))
-    stated = [int(n) for cell in notebook.cells if cell.cell_type == "markdown"
-              for n in re.findall(r"\*\*Points:\*\* (\d+)", cell.source)]
+    stated = [float(n) for cell in notebook.cells if cell.cell_type == "markdown"
+              for n in re.findall(r"\*\*Points:\*\* (\d+(?:\.\d+)?)", cell.source)]
     assert stated == [awarded], f"{lesson}: the introduction states {stated} points, the tests award {awarded}"
 
 

@@ -68,12 +68,41 @@ def test_points_in_headings_add_up(lesson):
     cells = nbgrader_cells(notebook_of(REPO / "solutions" / lesson))
     total = sum(meta.get("points", 0) for _, meta in cells if meta.get("grade"))
     stated = sum(
-        int(n)
+        float(n)
         for cell, _ in cells
         if cell["cell_type"] == "markdown"
-        for n in re.findall(r"^#+ .*\((\d+) points?\)", source_of(cell), flags=re.M)
+        for n in re.findall(r"^#+ .*\((\d+(?:\.\d+)?) points?\)", source_of(cell), flags=re.M)
     )
-    assert stated == total, f"{lesson}: headings promise {stated} points, tests award {total}"
+    assert stated == total, f"{lesson}: headings promise {stated:g} points, tests award {total:g}"
+    (intro, _), *_ = cells
+    assert f"**Points:** {total:g}," in source_of(intro), f"{lesson}: the introduction should state {total:g} points"
+
+
+# What a test cell is worth, by what it takes to pass: a concept check needs a reasoned choice; a
+# rule test, the rule understood and applied; a test of a layout the exercise gives line by line
+# (lesson 06's seven steps of build_context, lesson 04's re-plan message), copying it.
+POINTS = {"concept check": 2, "rule": 1, "layout given line by line": 0.5}
+GIVEN_LAYOUT = {
+    "04-scratchpad": ("replan-after-header-first", "replan-after-goal-after-header", "replan-after-plan-in-order",
+                      "replan-after-keeps-failures", "replan-after-omits-empty-sections",
+                      "replan-after-leaves-out-the-rest", "replan-after-user-message"),
+    "06-assembly": ("build-context-",),
+}
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_points_follow_what_is_learnt(lesson):
+    for _, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        if not meta.get("grade"):
+            continue
+        grade_id = meta["grade_id"]
+        if re.fullmatch(r"q\d+-check", grade_id):
+            kind = "concept check"
+        elif grade_id.startswith(GIVEN_LAYOUT.get(lesson, ())):
+            kind = "layout given line by line"
+        else:
+            kind = "rule"
+        assert meta["points"] == POINTS[kind], f"{lesson}: {grade_id} is a {kind}, worth {POINTS[kind]:g}, not {meta['points']:g}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -103,6 +132,36 @@ def test_the_share_of_points_a_learner_can_check_before_grading(lesson):
     print(f"{lesson}: {visible} of {visible + hidden} points visible")
     if lesson in CHECKED_BEFORE_GRADING:
         assert 2 * visible >= visible + hidden, f"{lesson}: only {visible} of {visible + hidden} points are visible"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_most_listed_wrong_answers_fail_a_test_the_learner_can_run(lesson):
+    """A plausible mistake should show before grading: at least half of the lesson's listed wrong
+    answers name a visible test among those they fail (the pipeline checks that they do)."""
+    visible = {meta["grade_id"] for cell, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson))
+               if meta.get("grade") and "### BEGIN HIDDEN TESTS" not in source_of(cell)}
+    wrong = load_wrong_answers(lesson)
+    shown = [w.name for w in wrong if set(w.fails) & visible]
+    print(f"{lesson}: {len(shown)} of {len(wrong)} listed wrong answers fail a visible test")
+    assert 2 * len(shown) >= len(wrong), f"{lesson}: only {len(shown)} of {len(wrong)} wrong answers fail a visible test"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_visible_test_rebinds_a_helper_an_earlier_visible_test_defines(lesson):
+    """ctxlab.check_all re-runs the visible tests after the whole notebook has run: a later cell that
+    binds a helper's name (`for _lap in ...` after `def _lap`) leaves it broken for the earlier ones."""
+    import ast
+
+    hidden_part = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", flags=re.S)
+    helpers: dict[str, str] = {}
+    for cell, meta in nbgrader_cells(notebook_of(REPO / "solutions" / lesson)):
+        if not meta.get("grade"):
+            continue
+        tree = ast.parse(hidden_part.sub("", source_of(cell)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in helpers:
+                raise AssertionError(f"{lesson}: {meta['grade_id']} binds {node.id}, the helper {helpers[node.id]} defines")
+        helpers.update({node.name: meta["grade_id"] for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))})
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
