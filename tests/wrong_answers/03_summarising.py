@@ -1139,3 +1139,14 @@ FAIR_ANSWERS = [
         FAILURES='"FAILURES: every tool call that failed and how it failed, so the agent can skip it next time.\\n"',
         QUESTIONS='"OPEN QUESTIONS: what is still unknown; omit a question once it is answered."')),
 ]
+
+WRONG_ANSWERS += [
+    dict(name="prior-line-refuses-one-and-asks-for-a-separate-one", cell="compaction-prompt", source=prompt(
+        PRIOR_BLOCK='"PREVIOUS SUMMARY: update: not one summary but a separate summary of the new steps.\\n"'
+                    ' f"{prior_summary}\\nEND OF PREVIOUS SUMMARY"'),
+         fails=["compaction-prompt-asks-for-one-summary"]),
+]
+RULES += [
+    dict(rule="a refusal near the stacked wording does not excuse it: 'not one summary but a separate one' asks for a second",
+         test="compaction-prompt-asks-for-one-summary", wrong="prior-line-refuses-one-and-asks-for-a-separate-one"),
+]
