@@ -76,7 +76,12 @@ def check_gradebook(path: Path, template: Path, student: str) -> None:
 
 
 def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> None:
-    """Write ``dest``: the template gradebook plus the rows of each student's gradebook."""
+    """Write ``dest``: the template gradebook plus the rows of each student's gradebook.
+
+    The merged gradebook is built beside ``dest`` and checked. A new ``dest`` is then renamed
+    into place; an existing one is overwritten in place, through SQLite's backup API, so that a
+    formgrader holding it open (``hub/exchange/nbgrader_config.py``) reads the new grades
+    rather than the file a rename would have left it."""
     tmp = dest.with_suffix(".tmp")
     shutil.copy(template, tmp)
     with closing(sqlite3.connect(f"file:{tmp}", uri=True)) as db:
@@ -90,7 +95,12 @@ def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> N
                 db.execute("DETACH DATABASE s")
         if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
             raise GradebookError(f"the merged gradebook {tmp} failed SQLite's integrity check")
-    tmp.replace(dest)
+    if not dest.exists():
+        tmp.replace(dest)
+        return
+    with closing(sqlite3.connect(f"file:{tmp}?mode=ro", uri=True)) as merged, closing(sqlite3.connect(dest)) as kept:
+        merged.backup(kept)
+    tmp.unlink()
 
 
 def _course_ids(db: sqlite3.Connection, schema: str) -> dict[tuple, str]:

@@ -12,29 +12,34 @@ course's pinned packages. Two groups decide the role:
 * ``learners`` fetch, validate and submit lessons in the Assignments tab and fetch their
   feedback; the formgrader and the assignment-creation tools are switched off for them
   (``hub/learner/``);
-* ``instructors`` also get nbgrader's formgrader; their copy of this repository is the course
-  root, where they run ``nbgrader release_assignment``, ``collect``, ``release_feedback`` and
-  ``python -m autograder grade`` (see ``hub/README.md``).
+* ``instructors`` also get nbgrader's formgrader, at ``/user/<name>/formgrader`` in a tab of its
+  own (JupyterHub forbids framing a user's server, so the JupyterLab panel stays blank); their
+  copy of this repository, ``~/course``, is the course root, where they run ``nbgrader
+  release_assignment``, ``collect``, ``release_feedback`` and ``python -m autograder grade``,
+  and the formgrader shows what the grader wrote to ``~/course/grading-output`` (see
+  ``hub/README.md``).
 
 Every server reads ``hub/exchange/nbgrader_config.py``: one exchange folder and one course id
 for all. Settings come from the environment, so one file serves every class:
 
-=======================  ==================================  =========================================
-variable                 default                             what it is
-=======================  ==================================  =========================================
-``CTXLAB_COURSE_ID``     ``context-window-lab``              nbgrader's course id in the exchange
-``CTXLAB_EXCHANGE``      ``/srv/nbgrader/exchange``          the exchange root (``0o1777``, at each start)
-``CTXLAB_INSTRUCTORS``   (none)                              Unix users who teach, comma-separated
-``CTXLAB_LEARNERS``      (none)                              Unix users who learn, comma-separated
-``CTXLAB_HUB_URL``       ``http://:8000``                    where the hub listens
-``CTXLAB_HUB_DATA``      ``/srv/jupyterhub``                 the hub's database and cookie secret
-=======================  ==================================  =========================================
+=========================  ==================================  =========================================
+variable                   default                             what it is
+=========================  ==================================  =========================================
+``CTXLAB_COURSE_ID``       ``context-window-lab``              nbgrader's course id in the exchange
+``CTXLAB_EXCHANGE``        ``/srv/nbgrader/exchange``          the exchange root (``0o1777``, at each start)
+``CTXLAB_INSTRUCTORS``     (none)                              Unix users who teach, comma-separated
+``CTXLAB_COURSE_FOLDER``   ``course``                          the course root in each instructor's home
+``CTXLAB_LEARNERS``        (none)                              Unix users who learn, comma-separated
+``CTXLAB_HUB_URL``         ``http://:8000``                    where the hub listens
+``CTXLAB_HUB_DATA``        ``/srv/jupyterhub``                 the hub's database and cookie secret
+=========================  ==================================  =========================================
 
 Only listed users may log in. Put TLS in front of the hub (a reverse proxy, or
 ``c.JupyterHub.ssl_cert``/``ssl_key``) before opening it beyond the machine.
 """
 
 import os
+import pwd
 import sys
 from pathlib import Path
 
@@ -44,6 +49,7 @@ HUB = Path(__file__).resolve().parent
 COURSE_ID = os.environ.get("CTXLAB_COURSE_ID", "context-window-lab")
 EXCHANGE = Path(os.environ.get("CTXLAB_EXCHANGE", "/srv/nbgrader/exchange"))
 DATA = Path(os.environ.get("CTXLAB_HUB_DATA", "/srv/jupyterhub"))
+COURSE_FOLDER = os.environ.get("CTXLAB_COURSE_FOLDER", "course")
 
 
 def _users(variable: str) -> set[str]:
@@ -88,12 +94,17 @@ c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(E
 
 
 def config_path(spawner) -> None:
-    """Give each server the exchange's settings, and learners the learner-only switches."""
+    """Give each server the exchange's settings, learners the learner-only switches, and
+    instructors their course root (``hub/exchange/nbgrader_config.py`` points the formgrader
+    at it: nbgrader would otherwise take the server's folder, the home, for the course)."""
     folders = [HUB / "exchange"]
-    if spawner.user.name not in INSTRUCTORS:
+    extra = {}
+    if spawner.user.name in INSTRUCTORS:
+        extra["CTXLAB_COURSE_ROOT"] = str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_FOLDER)
+    else:
         folders.insert(0, HUB / "learner")
     path = os.pathsep.join(str(folder) for folder in folders)
-    spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": path}  # a copy: never shared
+    spawner.environment = {**spawner.environment, **extra, "JUPYTER_CONFIG_PATH": path}  # a copy: never shared
 
 
 c.Spawner.pre_spawn_hook = config_path

@@ -201,6 +201,25 @@ def test_checked_gradebooks_merge_into_one(gradebooks, tmp_path):
         assert {s.id: gb.find_submission("01-budget", s.id).score for s in gb.students} == {"ana": 2.0, "bo": 1.0}
 
 
+def test_a_gradebook_held_open_sees_the_next_merge(gradebooks, tmp_path):
+    """The formgrader keeps its gradebook open for as long as the server runs: a re-grade must
+    land in the file it holds, not in a new file renamed over it."""
+    from nbgrader.api import Gradebook
+
+    template, students = gradebooks
+    merged = tmp_path / "merged.db"
+    merge_gradebooks(template, {"ana": students["ana"]}, merged)
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{merged}") as held:
+        warnings.simplefilter("ignore")
+        assert [s.id for s in held.students] == ["ana"]
+        inode = merged.stat().st_ino
+        merge_gradebooks(template, students, merged)
+        held.db.expire_all()  # as each formgrader request starts afresh
+        assert sorted(s.id for s in held.students) == ["ana", "bo"]
+        assert held.find_submission("01-budget", "bo").score == 1.0
+    assert merged.stat().st_ino == inode and not merged.with_suffix(".tmp").exists()
+
+
 def test_gradebooks_graded_on_another_release_of_the_lessons_are_rebased_then_merged(gradebooks, tmp_path):
     """Shards release the lessons themselves: same names, other ids; rebasing makes them one gradebook."""
     from nbgrader.api import Gradebook

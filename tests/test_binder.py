@@ -439,3 +439,26 @@ def test_validate_button_works_in_binder_jupyterlab(binder_env, tmp_path):
             lab.kill()
             lab.wait()
         log.close()
+
+
+def test_every_pin_installs_on_the_pythons_the_course_is_set_up_with():
+    """The pins must install wherever the README sends people: Binder's Python 3.11 and the
+    ``python3`` of Debian 12 (3.11.2), with which ``hub/README.md`` builds a class's environment.
+    soupsieve 4.1.3 asked for 3.11.5 and, forced onto 3.11.2, broke the formgrader's grading page."""
+    from importlib import metadata
+
+    from packaging.specifiers import SpecifierSet
+
+    pins = dict(line.split("==", 1) for line in (REPO / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    refused = []
+    for name, version in pins.items():
+        try:
+            wanted = metadata.metadata(name).get("Requires-Python")
+        except metadata.PackageNotFoundError:
+            continue  # pinned for an extra this environment did not install
+        assert metadata.version(name) == version.strip(), (
+            f"{name} {metadata.version(name)} is installed, constraints.txt pins {version}: run `make setup`")
+        if wanted and not SpecifierSet(wanted).contains("3.11.2"):
+            refused.append(f"{name} {metadata.version(name)} (Requires-Python {wanted})")
+    assert not refused, f"pins Debian 12's Python 3.11.2 cannot install: {refused}; pin an older release"

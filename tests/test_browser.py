@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -35,22 +34,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser
 from support.pipeline import REPO, fill, offline_env, solution_sources
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path(
-    os.environ.get("CTXLAB_CHROMIUM")
-    or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium") or "/usr/bin/chromium")
-)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = REPO / "tests" / "artifacts"
 LEARNER_CONFIG = REPO / "jupyter-config" / "learner"
 LESSONS = sorted(p.name for p in (REPO / "course").iterdir() if p.is_dir())
@@ -64,25 +52,6 @@ LESSON = "01-budget"
 NOTEBOOK_EDITS_LANDED = True
 WIDGET = ".ctxlab-window-widget"
 PICTURE = f"{WIDGET} .ctxlab-window"
-
-
-def _require_browser():
-    """Skip (or, with CTXLAB_REQUIRE_BROWSER=1, fail) when Chromium or playwright is missing."""
-    problem = None
-    if not CHROMIUM.exists():
-        problem = (
-            f"no Chromium at {CHROMIUM}: install Debian's package with `sudo apt-get install chromium` "
-            "(or point CTXLAB_CHROMIUM at a Chromium binary); do not run `playwright install`"
-        )
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "playwright is not installed: run `make setup` (it is in requirements-dev.txt)"
-    if problem:
-        if os.environ.get("CTXLAB_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"CTXLAB_REQUIRE_BROWSER=1 but {problem}")
-        pytest.skip(problem)
 
 
 def _free_port() -> int:
@@ -211,7 +180,7 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def browser():
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -262,7 +231,7 @@ def _with_check(notebook: dict) -> dict:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One server for every lesson: ``blank/<lesson>`` as released, ``solved/<lesson>`` answered."""
-    _require_browser()
+    require_browser()
     top = tmp_path_factory.mktemp("lab")
     root = top / "root"
     for lesson in LESSONS:

@@ -30,6 +30,7 @@ runs the hub, and sets ``CTXLAB_REQUIRE_HUB=1`` so that a hub that cannot start 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -37,6 +38,7 @@ import os
 import pwd
 import shutil
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -51,6 +53,7 @@ from pathlib import Path
 
 import pytest
 from hostile import require_sandbox
+from support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser
 from support.pipeline import REPO, fill, solution_sources
 
 pytestmark = [pytest.mark.slow]
@@ -59,6 +62,7 @@ LESSON, NOTEBOOK = "01-budget", "budget.ipynb"
 COURSE_ID = "ctxlab-hub-check"
 TEACHER, ANA, BO = "ctxlab-teacher", "ctxlab-ana", "ctxlab-bo"
 HUB_DIR = REPO / "hub"
+ARTIFACTS = REPO / "tests" / "artifacts"
 
 
 def free_port() -> int:
@@ -153,6 +157,8 @@ class Machine:
         folders = [HUB_DIR / "exchange"] if config == "exchange" else [HUB_DIR / "learner", HUB_DIR / "exchange"]
         env = {**self.env, "HOME": str(self.home(user)), "USER": user,
                "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, folders))}
+        if user == TEACHER:  # what the hub sets in an instructor's server, and so in its terminals
+            env["CTXLAB_COURSE_ROOT"] = str(self.home(user) / "course")
         result = subprocess.run(["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items()), *command],
                                 cwd=cwd or self.home(user), capture_output=True, text=True, timeout=timeout,
                                 check=False)
@@ -367,15 +373,16 @@ def course(machine):
     reason = why_no_hub()
     if reason and os.environ.get("CTXLAB_REQUIRE_HUB") == "1":
         pytest.fail(f"CTXLAB_REQUIRE_HUB=1 but JupyterHub cannot start: {reason}")
-    hub = None
+    hub = teacher = None
     if reason is None:
         hub = Hub(machine)
     try:
         if hub is not None:
             hub.wait_up()
-            for name in (ANA, BO):
+            for name in (ANA, BO, TEACHER):
                 hub.start_server(name)
             learners = {name: HubLearner(hub, name) for name in (ANA, BO)}
+            teacher = HubLearner(hub, TEACHER)
         else:
             warnings.warn(f"JupyterHub not started: {reason}; the learners ran nbgrader's commands instead",
                           stacklevel=1)
@@ -397,18 +404,21 @@ def course(machine):
         listings = {name: learner.listing() for name, learner in learners.items()}
 
         machine.run_as(TEACHER, nbgrader, "collect", LESSON, cwd=root)
+        # The instructor has the formgrader open before grading: it must show the grades after.
+        before_grading = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/assignments") if hub else None
         grading = machine.run_as(
             TEACHER, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
-            str(teacher_home / "grading"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
+            str(root / "grading-output"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
             "--cell-timeout", "30", "--memory", "1024", "--quiet", cwd=REPO, check=False, timeout=400)
         assert grading.returncode == 0, grading.stderr[-4000:]
-        shutil.copytree(teacher_home / "grading" / "feedback", root / "feedback", dirs_exist_ok=True)
+        shutil.copytree(root / "grading-output" / "feedback", root / "feedback", dirs_exist_ok=True)
         subprocess.run(["chown", "-R", f"{TEACHER}:users", str(root / "feedback")], check=True)
         machine.run_as(TEACHER, nbgrader, "release_feedback", LESSON, cwd=root)
         for learner in learners.values():
             learner.action("fetch_feedback")
         yield {"root": root, "teacher_home": teacher_home, "learners": learners, "hub": hub, "reason": reason,
-               "listings": listings, "before_fetch": before_fetch, "grading": teacher_home / "grading"}
+               "listings": listings, "before_fetch": before_fetch, "grading": root / "grading-output",
+               "teacher": teacher, "before_grading": before_grading}
     finally:
         if hub is not None:
             hub.stop()
@@ -432,6 +442,78 @@ def test_the_hub_ran_the_learners_servers(course):
     config = json.loads(page.split('id="jupyter-config-data"')[1].split(">", 1)[1].split("</script>")[0])
     disabled = config.get("disabledExtensions", [])
     assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= set(disabled), disabled
+
+
+def test_the_instructor_grades_in_the_formgrader(course):
+    """The formgrader, opened before grading, lists both submissions with their scores after it,
+    and its manual-grading page shows ana's executed notebook with her score."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    teacher, log = course["teacher"], course["hub"].tail
+    assert course["before_grading"][0] == 200, (course["before_grading"], log())
+    status, text = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/submissions/{LESSON}")
+    assert status == 200, log()
+    submissions = {row["student"]: row for row in json.loads(text)}
+    assert set(submissions) == {ANA, BO}, submissions
+    assert submissions[ANA]["score"] == submissions[ANA]["max_score"] > 0 and submissions[BO]["score"] == 0
+    assert all(row["autograded"] for row in submissions.values()), submissions
+    status, text = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/submitted_notebooks/{LESSON}/budget")
+    assert status == 200, log()
+    notebook = next(row for row in json.loads(text) if row["student"] == ANA)
+    status, page = teacher.call("GET", f"/user/{TEACHER}/formgrader/submissions/{notebook['id']}/")
+    assert status == 200, log()
+    found = {"her code": "count_chat" in page, "her name": ANA in page, "graded cells": "nbgrader_cell" in page}
+    assert all(found.values()), found
+    learner = course["learners"][ANA]
+    assert learner.call("GET", f"/user/{TEACHER}/formgrader/api/submissions/{LESSON}")[0] in (403, 404)
+
+
+def test_the_instructor_opens_the_formgrader_in_a_browser(course, machine):
+    """What an instructor does: log in at the hub's page, open the formgrader in a tab of its
+    own (JupyterHub forbids framing a user's server), find both submissions of the lesson, open
+    one for manual grading, and override a score, which the gradebook keeps."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    hub, password = course["hub"], uuid.uuid4().hex
+    subprocess.run(["chpasswd"], input=f"{TEACHER}:{password}", text=True, check=True, capture_output=True)
+    formgrader = f"{hub.url}/user/{TEACHER}/formgrader"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_page()
+            page.goto(f"{hub.url}/hub/login", timeout=60_000)
+            page.fill("#username_input", TEACHER)
+            page.fill("#password_input", password)
+            page.click("#login_submit")
+            page.wait_for_url(f"**/user/{TEACHER}/**", timeout=60_000)
+
+            page.goto(f"{formgrader}/manage_submissions/{LESSON}", timeout=60_000)
+            rows = page.locator("table tbody tr")
+            rows.filter(has_text=BO).wait_for(timeout=60_000)
+            assert rows.filter(has_text=ANA).count() == 1 and rows.filter(has_text=BO).count() == 1
+
+            page.goto(f"{formgrader}/gradebook/{LESSON}/budget", timeout=60_000)
+            link = page.locator("a.name-hidden").first
+            link.wait_for(timeout=60_000)
+            link.click()
+            page.wait_for_url("**/formgrader/submissions/**", timeout=60_000)
+            cells = page.locator(".nbgrader_cell")
+            cells.first.wait_for(timeout=60_000)
+            scores = page.locator("input.score")
+            assert cells.count() > 0 and scores.count() > 0, page.content()[:2000]
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "hub-formgrader.png"), full_page=False)
+            scores.first.fill("0")
+            scores.first.dispatch_event("change")
+            page.locator(".score-saved").first.wait_for(state="visible", timeout=30_000)
+        finally:
+            chromium.close()
+    with contextlib.closing(sqlite3.connect(course["grading"] / "gradebook.db")) as db:
+        manual = db.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()[0]
+    assert manual == 1, "the score set in the formgrader is not in the gradebook the grader wrote"
 
 
 def test_the_scores_are_right(course):

@@ -1,13 +1,36 @@
 """nbgrader's exchange for the course on the hub: read by every learner's and instructor's server.
 
 The hub (``hub/jupyterhub_config.py``) puts this folder on each server's ``JUPYTER_CONFIG_PATH``
-and sets the two variables below, so the Assignments tab, ``nbgrader release_assignment``,
+and sets the variables below, so the Assignments tab, ``nbgrader release_assignment``,
 ``collect`` and ``release_feedback`` all use one exchange and one course id.
+
+Instructors' servers also get ``CTXLAB_COURSE_ROOT``, their copy of this repository. The
+formgrader runs in the server, whose folder is the home, so without it nbgrader would take the
+home for the course root and find neither lessons nor grades there. With it, the formgrader
+reads the course's own settings (``<root>/nbgrader_config.py``: ``solutions/``, ``course/``)
+and shows what ``python -m autograder grade submitted --out grading-output`` wrote in the
+course root: the merged gradebook and the executed notebooks, for review and manual grading.
+
+nbgrader commands run inside the course root read ``<root>/nbgrader_config.py`` last, so there
+``make release`` still keeps the lessons' definitions in ``<root>/gradebook.db``.
 """
 
 import os
+from pathlib import Path
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
 c.CourseDirectory.course_id = os.environ.get("CTXLAB_COURSE_ID", "context-window-lab")
 c.Exchange.root = os.environ.get("CTXLAB_EXCHANGE", "/srv/nbgrader/exchange")
+
+GRADING = "grading-output"  # the grader's default --out, relative to the course root
+
+if os.environ.get("CTXLAB_COURSE_ROOT"):
+    root = Path(os.environ["CTXLAB_COURSE_ROOT"])
+    if (root / "nbgrader_config.py").is_file():
+        load_subconfig(str(root / "nbgrader_config.py"))  # noqa: F821  (traitlets provides it)
+    c.CourseDirectory.root = str(root)
+    c.CourseDirectory.db_url = f"sqlite:///{root / GRADING / 'gradebook.db'}"
+    c.CourseDirectory.autograded_directory = f"{GRADING}/autograded"
+    if root.is_dir():
+        (root / GRADING).mkdir(exist_ok=True)  # nbgrader opens the gradebook before any grading
