@@ -8,7 +8,9 @@ with nbgrader, and writes to ``--out`` (default ``grading-output/``):
 ``grades.csv``                          one row per student and lesson (see :mod:`autograder.report`)
 ``summary.md``                          who failed what and why; what needs the instructor's look
 ``feedback/<student>/...``              feedback pages without hidden tests (:mod:`autograder.feedback`)
-``gradebook.db``                        one nbgrader gradebook with every student, merged
+``gradebook.db``                        one nbgrader gradebook with every student, merged; what the
+                                        formgrader entered in it before is kept (see
+                                        :func:`~autograder.gradebooks.merge_gradebooks`)
 ``autograded/<student>/<lesson>/``      the executed notebooks (instructors only: they hold hidden tests)
 ``students/<student>.json`` and ``.db`` each student's results, kept so a re-run resumes
 ``run.json``                            what this run graded and how, read by ``merge``
@@ -415,15 +417,18 @@ def write_outputs(out: Path, results: dict, lessons: dict[str, Lesson], template
                       "`python -m autograder merge` for the whole class.")
     if not sandbox:
         header.append("**Graded WITHOUT isolation (--no-sandbox): learners' code ran with the grader's rights.**")
+    gradebooks = {s: Path(r["gradebook"]) for s, r in results.items() if r.get("gradebook")}
+    carried = merge_gradebooks(template / "root" / "gradebook.db", gradebooks, out / "gradebook.db")
+    for note in carried:
+        print(f"gradebook: {note}", file=sys.stderr)
     (out / "grades.csv").write_text(grades_csv(results), encoding="utf-8")
-    (out / "summary.md").write_text(summary_markdown(results, header=header, notes=intake_notes), encoding="utf-8")
+    notes = intake_notes + [f"gradebook: {note}" for note in carried]
+    (out / "summary.md").write_text(summary_markdown(results, header=header, notes=notes), encoding="utf-8")
     feedback = out / "feedback"
     if feedback.exists():
         shutil.rmtree(feedback)
     for student, record in results.items():
         write_feedback(feedback, student, record["lessons"], lessons)
-    gradebooks = {s: Path(r["gradebook"]) for s, r in results.items() if r.get("gradebook")}
-    merge_gradebooks(template / "root" / "gradebook.db", gradebooks, out / "gradebook.db")
     work = out / "work"
     for log in work.glob("worker-*.log"):
         if log.stat().st_size == 0:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -75,15 +76,87 @@ def check_gradebook(path: Path, template: Path, student: str) -> None:
         raise GradebookError(f"{path} is not a readable gradebook: {err}") from None
 
 
-def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> None:
+# What an instructor enters in the formgrader, kept across a re-grade: per table, the columns
+# that say something was entered, then the columns to carry.
+_MANUAL = {
+    "grade": (("manual_score", "extra_credit"), ("manual_score", "extra_credit", "needs_manual_grade")),
+    "comment": (("manual_comment",), ("manual_comment",)),
+}
+
+
+def _cells(schema: str, table: str) -> str:
+    """Rows of ``table`` (grade or comment) with their student, lesson, notebook, cell name and
+    submission time, as columns 1 to 6 after the row's ``t.id``."""
+    return (f"SELECT t.id, sa.student_id, a.name, n.name, c.name, sa.timestamp FROM {schema}.{table} t "
+            f"JOIN {schema}.submitted_notebook sn ON t.notebook_id = sn.id "
+            f"JOIN {schema}.submitted_assignment sa ON sn.assignment_id = sa.id "
+            f"JOIN {schema}.assignment a ON sa.assignment_id = a.id "
+            f"JOIN {schema}.notebook n ON sn.notebook_id = n.id "
+            f"JOIN {schema}.base_cell c ON t.cell_id = c.id")
+
+
+def _notebooks(schema: str) -> str:
+    """Submitted notebooks with their student, lesson, notebook name, ``NULL`` and submission time."""
+    return (f"SELECT t.id, sa.student_id, a.name, n.name, NULL, sa.timestamp FROM {schema}.submitted_notebook t "
+            f"JOIN {schema}.submitted_assignment sa ON t.assignment_id = sa.id "
+            f"JOIN {schema}.assignment a ON sa.assignment_id = a.id "
+            f"JOIN {schema}.notebook n ON t.notebook_id = n.id")
+
+
+def _manual_work(db: sqlite3.Connection) -> dict[tuple, tuple[str, dict]]:
+    """What the instructor entered in gradebook ``db`` through the formgrader (a score
+    overridden, extra credit, a comment, a flag), by (table, student, lesson, notebook, cell):
+    the submission's time and the values."""
+    work: dict[tuple, tuple[str, dict]] = {}
+    queries = {table: (_cells("main", table), entered, carried) for table, (entered, carried) in _MANUAL.items()}
+    queries["submitted_notebook"] = (_notebooks("main"), ("flagged",), ("flagged",))
+    for table, (query, entered, carried) in queries.items():
+        where = " OR ".join(f"t.{column}" + (" = 1" if column == "flagged" else " IS NOT NULL") for column in entered)
+        columns = ", ".join(f"t.{column}" for column in carried)
+        for row in db.execute(query.replace("SELECT t.id,", f"SELECT {columns},", 1) + f" WHERE {where}"):
+            values, (student, lesson, notebook, cell, timestamp) = row[:len(carried)], row[len(carried):]
+            work[(table, student, lesson, notebook, cell)] = (timestamp, dict(zip(carried, values, strict=True)))
+    return work
+
+
+def _carry_manual_work(db: sqlite3.Connection, work: dict[tuple, tuple[str, dict]]) -> list[str]:
+    """Write ``work`` (:func:`_manual_work` of the previous gradebook) into the merged ``db``
+    wherever the same submission holds the same cell; what cannot go is returned, one line each."""
+    left = []
+    for (table, student, lesson, notebook, cell), (timestamp, values) in sorted(work.items(), key=str):
+        query = _notebooks("main") if table == "submitted_notebook" else _cells("main", table)
+        where = " WHERE sa.student_id = ? AND a.name = ? AND n.name = ?" + (" AND c.name = ?" if cell else "")
+        target = db.execute(query + where, (student, lesson, notebook, *([cell] if cell else []))).fetchone()
+        what = f"{student}'s {lesson}/{notebook}" + (f" cell {cell}" if cell else "") + f": {values}"
+        if target is None:
+            left.append(f"{what} (not in this run's gradebook)")
+        elif target[5] != timestamp:
+            left.append(f"{what} (submitted again since: {timestamp} then, {target[5]} now)")
+        else:
+            settings = ", ".join(f"{column} = ?" for column in values)
+            db.execute(f"UPDATE {table} SET {settings} WHERE id = ?", (*values.values(), target[0]))  # noqa: S608
+    return left
+
+
+def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> list[str]:
     """Write ``dest``: the template gradebook plus the rows of each student's gradebook.
 
     The merged gradebook is built beside ``dest`` and checked. A new ``dest`` is then renamed
     into place; an existing one is overwritten in place, through SQLite's backup API, so that a
     formgrader holding it open (``hub/exchange/nbgrader_config.py``) reads the new grades
-    rather than the file a rename would have left it."""
+    rather than the file a rename would have left it.
+
+    What the instructor entered in the formgrader into the existing ``dest`` (scores
+    overridden, extra credit, comments, flags) is carried into the new one wherever the same
+    submission holds the same cell. Anything that cannot be carried (the learner submitted
+    again, or the lesson was not graded in this run) is listed in the returned notes, and the
+    previous gradebook is kept beside ``dest`` under a name the notes give."""
     tmp = dest.with_suffix(".tmp")
     shutil.copy(template, tmp)
+    work: dict[tuple, tuple[str, dict]] = {}
+    if dest.exists():
+        with closing(sqlite3.connect(f"file:{dest}?mode=ro", uri=True)) as previous:
+            work = _manual_work(previous)
     with closing(sqlite3.connect(f"file:{tmp}", uri=True)) as db:
         for _student, path in sorted(students.items()):
             db.execute("ATTACH DATABASE ? AS s", (f"file:{path}?mode=ro",))
@@ -93,14 +166,25 @@ def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> N
                 db.commit()
             finally:
                 db.execute("DETACH DATABASE s")
+        left = _carry_manual_work(db, work)
+        db.commit()
         if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
             raise GradebookError(f"the merged gradebook {tmp} failed SQLite's integrity check")
+    notes = []
+    if left:
+        kept = dest.with_name(f"{dest.stem}-before-{time.strftime('%Y%m%d-%H%M%S')}.db")
+        with closing(sqlite3.connect(f"file:{dest}?mode=ro", uri=True)) as previous, \
+                closing(sqlite3.connect(kept)) as copy:
+            previous.backup(copy)
+        notes = [f"the previous gradebook is kept as {kept.name}: {len(left)} entries made in the formgrader "
+                 "could not be carried into this one"] + left
     if not dest.exists():
         tmp.replace(dest)
-        return
-    with closing(sqlite3.connect(f"file:{tmp}?mode=ro", uri=True)) as merged, closing(sqlite3.connect(dest)) as kept:
-        merged.backup(kept)
+        return notes
+    with closing(sqlite3.connect(f"file:{tmp}?mode=ro", uri=True)) as merged, closing(sqlite3.connect(dest)) as kept_open:
+        merged.backup(kept_open)
     tmp.unlink()
+    return notes
 
 
 def _course_ids(db: sqlite3.Connection, schema: str) -> dict[tuple, str]:

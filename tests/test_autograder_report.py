@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+from datetime import datetime
 import sqlite3
 import warnings
 from contextlib import closing
@@ -218,6 +219,64 @@ def test_a_gradebook_held_open_sees_the_next_merge(gradebooks, tmp_path):
         assert sorted(s.id for s in held.students) == ["ana", "bo"]
         assert held.find_submission("01-budget", "bo").score == 1.0
     assert merged.stat().st_ino == inode and not merged.with_suffix(".tmp").exists()
+
+
+def _graded(template, tmp_path, student, scores, timestamp):
+    """``student``'s own gradebook, as a worker leaves it, for a submission made at ``timestamp``."""
+    from nbgrader.api import Gradebook
+
+    path = tmp_path / f"{student}-{timestamp:%H%M}.db"
+    shutil.copy(template, path)
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{path}") as gb:
+        warnings.simplefilter("ignore")
+        gb.add_student(student)
+        submission = gb.add_submission("01-budget", student, timestamp=timestamp)
+        for grade, score in zip(submission.notebooks[0].grades, scores, strict=True):
+            grade.auto_score = score
+        gb.db.commit()
+    return path
+
+
+def test_a_regrade_keeps_what_the_instructor_entered_in_the_formgrader(template, tmp_path):
+    """Overridden scores, extra credit and flags survive grading again; an override on work
+    the learner has since submitted again does not silently apply to the new work, and the
+    previous gradebook is kept, named in the notes."""
+    from nbgrader.api import Gradebook
+
+    first, later = datetime(2026, 3, 1, 9, 0), datetime(2026, 3, 2, 9, 0)
+    merged = tmp_path / "gradebook.db"
+    run = {"ana": _graded(template, tmp_path, "ana", (1, 1), first),
+           "bo": _graded(template, tmp_path, "bo", (1, 0), first)}
+    assert merge_gradebooks(template, run, merged) == []
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{merged}") as gb:
+        warnings.simplefilter("ignore")
+        overridden = gb.find_grade("a-two", "budget", "01-budget", "bo")
+        overridden.manual_score, overridden.needs_manual_grade = 0.5, False  # as the formgrader saves it
+        gb.find_grade("a-one", "budget", "01-budget", "ana").extra_credit = 1
+        gb.find_submission_notebook("budget", "01-budget", "ana").flagged = True
+        gb.db.commit()
+
+    notes = merge_gradebooks(template, run, merged)  # the same submissions graded again
+    assert notes == [] and not list(tmp_path.glob("gradebook-before-*.db"))
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{merged}") as gb:
+        warnings.simplefilter("ignore")
+        assert gb.find_submission("01-budget", "bo").score == 1.5
+        assert gb.find_submission("01-budget", "ana").score == 3.0  # 2 + 1 extra credit
+        assert gb.find_submission_notebook("budget", "01-budget", "ana").flagged
+        assert not gb.find_grade("a-two", "budget", "01-budget", "bo").needs_manual_grade
+
+    run["bo"] = _graded(template, tmp_path, "bo", (0, 0), later)  # bo submitted again
+    notes = merge_gradebooks(template, run, merged)
+    kept = list(tmp_path.glob("gradebook-before-*.db"))
+    assert len(kept) == 1 and kept[0].name in notes[0] and len(notes) == 2, notes
+    assert "bo's 01-budget/budget cell a-two" in notes[1] and "submitted again" in notes[1], notes
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{merged}") as gb:
+        warnings.simplefilter("ignore")
+        assert gb.find_submission("01-budget", "bo").score == 0  # the new work, as graded
+        assert gb.find_submission("01-budget", "ana").score == 3.0
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{kept[0]}") as gb:
+        warnings.simplefilter("ignore")
+        assert gb.find_grade("a-two", "budget", "01-budget", "bo").manual_score == 0.5  # nothing lost
 
 
 def test_gradebooks_graded_on_another_release_of_the_lessons_are_rebased_then_merged(gradebooks, tmp_path):

@@ -406,10 +406,13 @@ def course(machine):
         machine.run_as(TEACHER, nbgrader, "collect", LESSON, cwd=root)
         # The instructor has the formgrader open before grading: it must show the grades after.
         before_grading = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/assignments") if hub else None
-        grading = machine.run_as(
-            TEACHER, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
-            str(root / "grading-output"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
-            "--cell-timeout", "30", "--memory", "1024", "--quiet", cwd=REPO, check=False, timeout=400)
+        def grade() -> subprocess.CompletedProcess:
+            return machine.run_as(
+                TEACHER, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
+                str(root / "grading-output"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
+                "--cell-timeout", "30", "--memory", "1024", "--quiet", cwd=REPO, check=False, timeout=400)
+
+        grading = grade()
         assert grading.returncode == 0, grading.stderr[-4000:]
         shutil.copytree(root / "grading-output" / "feedback", root / "feedback", dirs_exist_ok=True)
         subprocess.run(["chown", "-R", f"{TEACHER}:users", str(root / "feedback")], check=True)
@@ -418,7 +421,7 @@ def course(machine):
             learner.action("fetch_feedback")
         yield {"root": root, "teacher_home": teacher_home, "learners": learners, "hub": hub, "reason": reason,
                "listings": listings, "before_fetch": before_fetch, "grading": root / "grading-output",
-               "teacher": teacher, "before_grading": before_grading}
+               "teacher": teacher, "before_grading": before_grading, "grade": grade}
     finally:
         if hub is not None:
             hub.stop()
@@ -511,9 +514,14 @@ def test_the_instructor_opens_the_formgrader_in_a_browser(course, machine):
             page.locator(".score-saved").first.wait_for(state="visible", timeout=30_000)
         finally:
             chromium.close()
-    with contextlib.closing(sqlite3.connect(course["grading"] / "gradebook.db")) as db:
-        manual = db.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()[0]
-    assert manual == 1, "the score set in the formgrader is not in the gradebook the grader wrote"
+    def overridden() -> int:
+        with contextlib.closing(sqlite3.connect(course["grading"] / "gradebook.db")) as db:
+            return db.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()[0]
+
+    assert overridden() == 1, "the score set in the formgrader is not in the gradebook the grader wrote"
+    again = course["grade"]()  # grading again, as after a late submission, keeps the override
+    assert again.returncode == 0 and "could not be carried" not in again.stderr, again.stderr[-3000:]
+    assert overridden() == 1, "grading again lost the score set in the formgrader"
 
 
 def test_the_scores_are_right(course):
