@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import shutil
-from datetime import datetime
 import sqlite3
 import warnings
 from contextlib import closing
+from datetime import datetime
 
 import mistune
 import pytest
