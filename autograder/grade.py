@@ -169,6 +169,14 @@ def _failed_result(submission: Submission, lessons: dict[str, Lesson], reason: s
     }
 
 
+def _put(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target``, replacing it whoever made it, with the umask's permissions:
+    instructors sharing a course root (umask 002, ``hub/README.md``) grade over each other's runs."""
+    fresh = target.with_name(f".{target.name}.new")
+    shutil.copyfile(source, fresh)
+    os.replace(fresh, target)
+
+
 class _Grader:
     def __init__(self, options: GradeOptions, lessons: dict[str, Lesson], sandbox: Sandbox, template: Path):
         self.options, self.lessons, self.sandbox, self.template = options, lessons, sandbox, template
@@ -284,7 +292,7 @@ class _Grader:
                 check_gradebook(Path(raw["gradebook"]), self.template / "root" / "gradebook.db", submission.student)
                 gradebook = self.out / "students" / f"{submission.student}.db"
                 gradebook.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(raw["gradebook"], gradebook)
+                _put(Path(raw["gradebook"]), gradebook)
             except GradebookError as err:
                 lessons = _failed_result(submission, self.lessons, f"the student's gradebook was rejected: {err}")
             for name, result in lessons.items():
@@ -292,7 +300,7 @@ class _Grader:
                 if source and Path(source).exists() and result["status"] == "graded":
                     target = self.out / "autograded" / submission.student / name / Path(source).name
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(source, target)
+                    _put(Path(source), target)
         for name, result in lessons.items():
             result["beside"] = submission.entries[name].beside()
         record = {

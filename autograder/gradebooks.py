@@ -19,6 +19,7 @@ matching lessons, notebooks and cells by name, so the shards' gradebooks merge i
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sqlite3
 import time
@@ -141,10 +142,11 @@ def _carry_manual_work(db: sqlite3.Connection, work: dict[tuple, tuple[str, dict
 def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> list[str]:
     """Write ``dest``: the template gradebook plus the rows of each student's gradebook.
 
-    The merged gradebook is built beside ``dest`` and checked. A new ``dest`` is then renamed
-    into place; an existing one is overwritten in place, through SQLite's backup API, so that a
-    formgrader holding it open (``hub/exchange/nbgrader_config.py``) reads the new grades
-    rather than the file a rename would have left it.
+    The merged gradebook is built beside ``dest``, checked, then written over ``dest`` in place
+    through SQLite's backup API, so that a formgrader holding it open
+    (``hub/exchange/nbgrader_config.py``) reads the new grades rather than the file a rename
+    would have left it. A new ``dest`` gets the permissions the umask allows, so instructors
+    sharing a course root (umask 002) can each grade again.
 
     What the instructor entered in the formgrader into the existing ``dest`` (scores
     overridden, extra credit, comments, flags) is carried into the new one wherever the same
@@ -178,9 +180,8 @@ def merge_gradebooks(template: Path, students: dict[str, Path], dest: Path) -> l
             previous.backup(copy)
         notes = [f"the previous gradebook is kept as {kept.name}: {len(left)} entries made in the formgrader "
                  "could not be carried into this one"] + left
-    if not dest.exists():
-        tmp.replace(dest)
-        return notes
+    if not dest.exists():  # made with the umask's permissions (SQLite would make it 0o644)
+        os.close(os.open(dest, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     with closing(sqlite3.connect(f"file:{tmp}?mode=ro", uri=True)) as merged, closing(sqlite3.connect(dest)) as kept_open:
         merged.backup(kept_open)
     tmp.unlink()

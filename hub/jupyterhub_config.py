@@ -14,30 +14,33 @@ course's pinned packages. Two groups decide the role:
   (``hub/learner/``);
 * ``instructors`` also get nbgrader's formgrader, at ``/user/<name>/formgrader`` in a tab of its
   own (JupyterHub forbids framing a user's server, so the JupyterLab panel stays blank); their
-  copy of this repository, ``~/course``, is the course root, where they run ``nbgrader
-  release_assignment``, ``collect``, ``release_feedback`` and ``python -m autograder grade``,
-  and the formgrader shows what the grader wrote to ``~/course/grading-output`` (see
-  ``hub/README.md``).
+  copy of this repository, ``~/course`` (or one root all instructors share,
+  ``CTXLAB_SHARED_ROOT``), is the course root, where they run ``nbgrader release_assignment``,
+  ``collect``, ``release_feedback`` and ``python -m autograder grade``, and the formgrader
+  shows what the grader wrote to ``grading-output/`` there (see ``hub/README.md``).
 
 Every server reads ``hub/exchange/nbgrader_config.py``: one exchange folder and one course id
 for all. Settings come from the environment, so one file serves every class:
 
-=========================  ==================================  =========================================
-variable                   default                             what it is
-=========================  ==================================  =========================================
-``CTXLAB_COURSE_ID``       ``context-window-lab``              nbgrader's course id in the exchange
-``CTXLAB_EXCHANGE``        ``/srv/nbgrader/exchange``          the exchange root (``0o1777``, at each start)
-``CTXLAB_INSTRUCTORS``     (none)                              Unix users who teach, comma-separated
-``CTXLAB_COURSE_FOLDER``   ``course``                          the course root in each instructor's home
-``CTXLAB_LEARNERS``        (none)                              Unix users who learn, comma-separated
-``CTXLAB_HUB_URL``         ``http://:8000``                    where the hub listens
-``CTXLAB_HUB_DATA``        ``/srv/jupyterhub``                 the hub's database and cookie secret
-=========================  ==================================  =========================================
+===========================  ==================================  =========================================
+variable                     default                             what it is
+===========================  ==================================  =========================================
+``CTXLAB_COURSE_ID``         ``context-window-lab``              nbgrader's course id in the exchange
+``CTXLAB_EXCHANGE``          ``/srv/nbgrader/exchange``          the exchange root (``0o1777``, at each start)
+``CTXLAB_INSTRUCTORS``       (none)                              Unix users who teach, comma-separated
+``CTXLAB_COURSE_FOLDER``     ``course``                          the course root in each instructor's home
+``CTXLAB_SHARED_ROOT``       (none)                              one course root for all instructors
+``CTXLAB_INSTRUCTOR_GROUP``  (none)                              the instructors' Unix group, owning it
+``CTXLAB_LEARNERS``          (none)                              Unix users who learn, comma-separated
+``CTXLAB_HUB_URL``           ``http://:8000``                    where the hub listens
+``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
+===========================  ==================================  =========================================
 
 Only listed users may log in. Put TLS in front of the hub (a reverse proxy, or
 ``c.JupyterHub.ssl_cert``/``ssl_key``) before opening it beyond the machine.
 """
 
+import grp
 import os
 import pwd
 import sys
@@ -69,6 +72,48 @@ EXCHANGE.mkdir(parents=True, exist_ok=True)
 EXCHANGE.chmod(EXCHANGE_MODE)
 DATA.mkdir(parents=True, exist_ok=True, mode=0o700)
 
+# Several instructors share one course root and one gradebook (nbgrader's "groupshared"): a
+# Unix group holds the instructors and nobody else; the course root and the course's folder in
+# the exchange belong to it, with the set-group-id bit so that whatever is made inside does too,
+# and instructors' servers write with umask 002 so that each can change what another made.
+SHARED_ROOT = os.environ.get("CTXLAB_SHARED_ROOT")
+GROUP = os.environ.get("CTXLAB_INSTRUCTOR_GROUP")
+
+
+def _instructor_group(name: str | None) -> int:
+    """The id of the instructors' group, after checking it holds every instructor, no learner."""
+    if not name:
+        raise SystemExit("CTXLAB_SHARED_ROOT is set, so CTXLAB_INSTRUCTOR_GROUP must name the Unix group of the "
+                         "instructors (groupadd cwl-staff && usermod -aG cwl-staff teacher)")
+    try:
+        group = grp.getgrnam(name)
+    except KeyError:
+        raise SystemExit(f"CTXLAB_INSTRUCTOR_GROUP={name}: there is no such group; create it with "
+                         f"`groupadd {name}` and add each instructor with `usermod -aG {name} USER`") from None
+    members = set(group.gr_mem) | {user.pw_name for user in pwd.getpwall() if user.pw_gid == group.gr_gid}
+    if INSTRUCTORS - members:
+        raise SystemExit(f"instructors not in group {name}: {sorted(INSTRUCTORS - members)}; add each with "
+                         f"`usermod -aG {name} USER`")
+    if LEARNERS & members:
+        raise SystemExit(f"learners in the instructors' group {name} could read the solutions and every "
+                         f"submission: {sorted(LEARNERS & members)}; remove them with `gpasswd -d USER {name}`")
+    return group.gr_gid
+
+
+if SHARED_ROOT:
+    GID = _instructor_group(GROUP)
+    root = Path(SHARED_ROOT)
+    shown = root.stat() if root.is_dir() else None
+    if shown is None or shown.st_gid != GID or shown.st_mode & 0o2070 != 0o2070 or shown.st_mode & 0o007:
+        raise SystemExit(
+            f"CTXLAB_SHARED_ROOT={root} must be a folder of group {GROUP}, set-group-id and closed to others "
+            f"(now: {'missing' if shown is None else oct(shown.st_mode & 0o7777)}): clone the course there, then "
+            f"`chgrp -R {GROUP} {root} && chmod -R g+rwX,o-rwx {root} && find {root} -type d -exec chmod g+s {{}} +`")
+    course_exchange = EXCHANGE / COURSE_ID  # made here so its group is the instructors', not a learner's
+    course_exchange.mkdir(exist_ok=True)
+    os.chown(course_exchange, 0, GID)
+    course_exchange.chmod(0o2775)
+
 c.JupyterHub.bind_url = os.environ.get("CTXLAB_HUB_URL", "http://:8000")
 c.JupyterHub.db_url = f"sqlite:///{DATA / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(DATA / "jupyterhub_cookie_secret")
@@ -87,7 +132,8 @@ c.JupyterHub.load_roles = [
 ]
 
 c.JupyterHub.spawner_class = "localprocess"
-c.Spawner.cmd = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
+SINGLEUSER = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
+c.Spawner.cmd = SINGLEUSER
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(EXCHANGE)}
@@ -99,7 +145,11 @@ def config_path(spawner) -> None:
     at it: nbgrader would otherwise take the server's folder, the home, for the course)."""
     folders = [HUB / "exchange"]
     extra = {}
-    if spawner.user.name in INSTRUCTORS:
+    if spawner.user.name in INSTRUCTORS and SHARED_ROOT:
+        extra = {"CTXLAB_COURSE_ROOT": SHARED_ROOT, "CTXLAB_GROUPSHARED": "1"}
+        spawner.cmd = ["/bin/sh", "-c", 'umask 002 && exec "$@"', "sh", *SINGLEUSER]
+        spawner.notebook_dir = SHARED_ROOT  # the formgrader works only on a course root inside the server's
+    elif spawner.user.name in INSTRUCTORS:
         extra["CTXLAB_COURSE_ROOT"] = str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_FOLDER)
     else:
         folders.insert(0, HUB / "learner")

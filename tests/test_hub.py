@@ -1,20 +1,26 @@
 """A class on JupyterHub, end to end on one machine: nbgrader's exchange, grading and feedback.
 
 The test starts JupyterHub with the course's own configuration (``hub/jupyterhub_config.py``,
-on loopback ports, with local Unix users it creates) and plays one lesson through:
+on loopback ports, with local Unix users it creates) and plays one lesson through, with two
+instructors sharing one course root (the group ``ctxlab-staff``, nbgrader's groupshared):
 
-1. the instructor releases lesson 01 with ``nbgrader release_assignment``;
+1. one instructor releases lesson 01 with ``nbgrader release_assignment``, the other releases
+   it again over it;
 2. two learners fetch it from the Assignments tab's API in their own servers; one saves the
    solved notebook through the Contents API, the other leaves it blank; both submit;
-3. the instructor collects and grades with ``python -m autograder grade`` (sandboxed) and
-   releases the feedback; each learner fetches it and gets only their own.
+3. the second instructor collects, the first grades with ``python -m autograder grade``
+   (sandboxed) into the course root, the second releases the feedback; each learner fetches
+   it and gets only their own;
+4. both instructors' formgraders list the graded submissions; in Chromium the first logs in,
+   opens a grading page and overrides a score, which survives the second grading it all again.
 
 It checks the scores, that learners cannot list or read each other's submissions, the
-instructor's course or feedback that is not theirs, that only the learner version is in the
+instructors' course or feedback that is not theirs, that only the learner version is in the
 exchange, and that the exchange's folders have the permissions nbgrader gives them
-(``nbgrader/exchange/default``: the course folder and ``outbound`` ``0o755``, ``inbound``
-``0o733`` (write, no listing), ``feedback`` ``0o711`` (no listing); each submission a
-``0o777`` folder whose name ends in a random part, holding ``0o644`` files).
+(``nbgrader/exchange/default``, groupshared: the course folder and ``outbound`` ``0o775``,
+``inbound`` ``0o773`` (learners write, cannot list), ``feedback`` ``0o771``, all of the
+instructors' group; each submission a ``0o777`` folder whose name ends in a random part,
+holding ``0o644`` files).
 
 The servers, nbgrader and the grader run from this checkout's environment. When its Python
 lives where other users cannot reach it (a ``pyenv`` build under ``/root``, as here), the test
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import grp
 import io
 import json
 import os
@@ -60,7 +67,8 @@ pytestmark = [pytest.mark.slow]
 
 LESSON, NOTEBOOK = "01-budget", "budget.ipynb"
 COURSE_ID = "ctxlab-hub-check"
-TEACHER, ANA, BO = "ctxlab-teacher", "ctxlab-ana", "ctxlab-bo"
+TEACHER, TEACHER2, ANA, BO = "ctxlab-teacher", "ctxlab-teacher2", "ctxlab-ana", "ctxlab-bo"
+STAFF = "ctxlab-staff"  # the instructors' Unix group: they share one course root
 HUB_DIR = REPO / "hub"
 ARTIFACTS = REPO / "tests" / "artifacts"
 
@@ -126,12 +134,24 @@ class Machine:
     def __init__(self, base: Path, bin_dir: Path):
         self.base, self.bin = base, bin_dir
         self.exchange = base / "exchange"
+        self.root = base / "course"  # the instructors' shared course root
         self.created: list[str] = []
+        self.group_created = False
         self.env = {
             "CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(self.exchange),
-            "CTXLAB_INSTRUCTORS": TEACHER, "CTXLAB_LEARNERS": f"{ANA},{BO}",
+            "CTXLAB_INSTRUCTORS": f"{TEACHER},{TEACHER2}", "CTXLAB_LEARNERS": f"{ANA},{BO}",
+            "CTXLAB_SHARED_ROOT": str(self.root), "CTXLAB_INSTRUCTOR_GROUP": STAFF,
             "PATH": f"{bin_dir}:/usr/bin:/bin", "MPLBACKEND": "Agg", "LANG": "C.UTF-8",
         }
+
+    def add_group(self) -> None:
+        try:
+            grp.getgrnam(STAFF)
+        except KeyError:
+            subprocess.run(["groupadd", STAFF], check=True, capture_output=True)
+            self.group_created = True
+        else:
+            pytest.skip(f"a group named {STAFF} exists already; remove it or run the test elsewhere")
 
     def add_user(self, name: str) -> Path:
         home = self.base / "home" / name
@@ -157,9 +177,12 @@ class Machine:
         folders = [HUB_DIR / "exchange"] if config == "exchange" else [HUB_DIR / "learner", HUB_DIR / "exchange"]
         env = {**self.env, "HOME": str(self.home(user)), "USER": user,
                "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, folders))}
-        if user == TEACHER:  # what the hub sets in an instructor's server, and so in its terminals
-            env["CTXLAB_COURSE_ROOT"] = str(self.home(user) / "course")
-        result = subprocess.run(["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items()), *command],
+        umask = []
+        if user in (TEACHER, TEACHER2):  # what the hub sets in an instructor's server, and so in its terminals
+            env.update(CTXLAB_COURSE_ROOT=str(self.root), CTXLAB_GROUPSHARED="1")
+            umask = ["/bin/sh", "-c", 'umask 002 && exec "$@"', "sh"]
+        result = subprocess.run(["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items()), *umask,
+                                 *command],
                                 cwd=cwd or self.home(user), capture_output=True, text=True, timeout=timeout,
                                 check=False)
         if check and result.returncode != 0:
@@ -171,6 +194,8 @@ class Machine:
         for name in self.created:
             subprocess.run(["pkill", "-u", name], check=False, capture_output=True)
             subprocess.run(["userdel", name], check=False, capture_output=True)
+        if self.group_created:
+            subprocess.run(["groupdel", STAFF], check=False, capture_output=True)
 
 
 class Hub:
@@ -360,38 +385,49 @@ def machine():
 @pytest.fixture(scope="module")
 def course(machine):
     """Play the whole lesson through; what each step left behind."""
+    machine.add_group()
     teacher_home = machine.add_user(TEACHER)
-    for name in (ANA, BO):
+    for name in (TEACHER2, ANA, BO):
         machine.add_user(name)
-    root = teacher_home / "course"  # the instructor's copy of the repository is the course root
+    for name in (TEACHER, TEACHER2):
+        subprocess.run(["usermod", "-aG", STAFF, name], check=True, capture_output=True)
+    root = machine.root  # the instructors' copy of the repository, shared, is the course root
     root.mkdir()
     shutil.copy(REPO / "nbgrader_config.py", root)
     for folder in ("solutions", "course"):
         shutil.copytree(REPO / folder / LESSON, root / folder / LESSON)
-    subprocess.run(["chown", "-R", f"{TEACHER}:users", str(teacher_home)], check=True)
+    # hub/README.md's commands for a shared course root
+    subprocess.run(["chown", "-R", f"{TEACHER}:{STAFF}", str(root)], check=True)
+    subprocess.run(["chmod", "-R", "g+rwX,o-rwx", str(root)], check=True)
+    subprocess.run(["find", str(root), "-type", "d", "-exec", "chmod", "g+s", "{}", "+"], check=True)
 
     reason = why_no_hub()
     if reason and os.environ.get("CTXLAB_REQUIRE_HUB") == "1":
         pytest.fail(f"CTXLAB_REQUIRE_HUB=1 but JupyterHub cannot start: {reason}")
-    hub = teacher = None
+    hub = teacher = teacher2 = None
     if reason is None:
         hub = Hub(machine)
     try:
         if hub is not None:
             hub.wait_up()
-            for name in (ANA, BO, TEACHER):
+            for name in (ANA, BO, TEACHER, TEACHER2):
                 hub.start_server(name)
             learners = {name: HubLearner(hub, name) for name in (ANA, BO)}
-            teacher = HubLearner(hub, TEACHER)
+            teacher, teacher2 = HubLearner(hub, TEACHER), HubLearner(hub, TEACHER2)
         else:
             warnings.warn(f"JupyterHub not started: {reason}; the learners ran nbgrader's commands instead",
                           stacklevel=1)
             learners = {name: ShellLearner(machine, name) for name in (ANA, BO)}
             machine.exchange.mkdir()  # what the hub's configuration does
             machine.exchange.chmod(0o1777)
+            (machine.exchange / COURSE_ID).mkdir()
+            os.chown(machine.exchange / COURSE_ID, 0, grp.getgrnam(STAFF).gr_gid)
+            (machine.exchange / COURSE_ID).chmod(0o2775)
 
         nbgrader = str(machine.bin / "nbgrader")
         machine.run_as(TEACHER, nbgrader, "release_assignment", LESSON, cwd=root)
+        # the other instructor releases it again, over the first one's files
+        machine.run_as(TEACHER2, nbgrader, "release_assignment", LESSON, "--force", cwd=root)
         released = json.loads((root / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
         answers = solution_sources(json.loads((root / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8")))
 
@@ -403,25 +439,25 @@ def course(machine):
             learner.action("submit")
         listings = {name: learner.listing() for name, learner in learners.items()}
 
-        machine.run_as(TEACHER, nbgrader, "collect", LESSON, cwd=root)
+        machine.run_as(TEACHER2, nbgrader, "collect", LESSON, cwd=root)
         # The instructor has the formgrader open before grading: it must show the grades after.
         before_grading = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/assignments") if hub else None
-        def grade() -> subprocess.CompletedProcess:
+        def grade(user: str = TEACHER, *options: str) -> subprocess.CompletedProcess:
             return machine.run_as(
-                TEACHER, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
+                user, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
                 str(root / "grading-output"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
-                "--cell-timeout", "30", "--memory", "1024", "--quiet", cwd=REPO, check=False, timeout=400)
+                "--cell-timeout", "30", "--memory", "1024", "--quiet", *options, cwd=REPO, check=False, timeout=400)
 
         grading = grade()
         assert grading.returncode == 0, grading.stderr[-4000:]
-        shutil.copytree(root / "grading-output" / "feedback", root / "feedback", dirs_exist_ok=True)
-        subprocess.run(["chown", "-R", f"{TEACHER}:users", str(root / "feedback")], check=True)
-        machine.run_as(TEACHER, nbgrader, "release_feedback", LESSON, cwd=root)
+        machine.run_as(TEACHER, "mkdir", "-p", "feedback", cwd=root)  # hub/README.md's commands
+        machine.run_as(TEACHER, "cp", "-r", "grading-output/feedback/.", "feedback/", cwd=root)
+        machine.run_as(TEACHER2, nbgrader, "release_feedback", LESSON, cwd=root)
         for learner in learners.values():
             learner.action("fetch_feedback")
         yield {"root": root, "teacher_home": teacher_home, "learners": learners, "hub": hub, "reason": reason,
                "listings": listings, "before_fetch": before_fetch, "grading": root / "grading-output",
-               "teacher": teacher, "before_grading": before_grading, "grade": grade}
+               "teacher": teacher, "teacher2": teacher2, "before_grading": before_grading, "grade": grade}
     finally:
         if hub is not None:
             hub.stop()
@@ -449,17 +485,18 @@ def test_the_hub_ran_the_learners_servers(course):
 
 def test_the_instructor_grades_in_the_formgrader(course):
     """The formgrader, opened before grading, lists both submissions with their scores after it,
-    and its manual-grading page shows ana's executed notebook with her score."""
+    for each instructor, and its manual-grading page shows ana's executed notebook."""
     if course["hub"] is None:
         pytest.skip(f"JupyterHub could not start here: {course['reason']}")
     teacher, log = course["teacher"], course["hub"].tail
     assert course["before_grading"][0] == 200, (course["before_grading"], log())
-    status, text = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/submissions/{LESSON}")
-    assert status == 200, log()
-    submissions = {row["student"]: row for row in json.loads(text)}
-    assert set(submissions) == {ANA, BO}, submissions
-    assert submissions[ANA]["score"] == submissions[ANA]["max_score"] > 0 and submissions[BO]["score"] == 0
-    assert all(row["autograded"] for row in submissions.values()), submissions
+    for name, instructor in ((TEACHER, teacher), (TEACHER2, course["teacher2"])):
+        status, text = instructor.call("GET", f"/user/{name}/formgrader/api/submissions/{LESSON}")
+        assert status == 200 and text.startswith("["), (name, status, text[:3000], log())
+        submissions = {row["student"]: row for row in json.loads(text)}
+        assert set(submissions) == {ANA, BO}, (name, submissions)
+        assert submissions[ANA]["score"] == submissions[ANA]["max_score"] > 0 and submissions[BO]["score"] == 0
+        assert all(row["autograded"] for row in submissions.values()), submissions
     status, text = teacher.call("GET", f"/user/{TEACHER}/formgrader/api/submitted_notebooks/{LESSON}/budget")
     assert status == 200, log()
     notebook = next(row for row in json.loads(text) if row["student"] == ANA)
@@ -519,7 +556,7 @@ def test_the_instructor_opens_the_formgrader_in_a_browser(course, machine):
             return db.execute("SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()[0]
 
     assert overridden() == 1, "the score set in the formgrader is not in the gradebook the grader wrote"
-    again = course["grade"]()  # grading again, as after a late submission, keeps the override
+    again = course["grade"](TEACHER2, "--fresh")  # the other instructor grades it all again: the override stays
     assert again.returncode == 0 and "could not be carried" not in again.stderr, again.stderr[-3000:]
     assert overridden() == 1, "grading again lost the score set in the formgrader"
 
@@ -544,11 +581,17 @@ def test_each_learner_fetched_only_their_own_feedback(course):
 
 
 def test_the_exchange_has_the_permissions_nbgrader_gives_it(course, machine):
+    """nbgrader's modes, with group write for the instructors (groupshared): the course's folders
+    belong to their group, never to a group learners are in."""
     course_dir = machine.exchange / COURSE_ID
     assert mode(machine.exchange) == 0o777 and special_bits(machine.exchange) == stat.S_ISVTX
-    assert mode(course_dir) == 0o755 and mode(course_dir / "outbound") == 0o755
-    assert mode(course_dir / "inbound") == 0o733
-    assert mode(course_dir / "feedback") == 0o711
+    staff = grp.getgrnam(STAFF).gr_gid
+    for folder in ("", "outbound", "inbound", "feedback", f"outbound/{LESSON}"):
+        assert (course_dir / folder).stat().st_gid == staff, folder
+        assert special_bits(course_dir / folder) & stat.S_ISGID, folder
+    assert mode(course_dir) == 0o775 and mode(course_dir / "outbound") == 0o775
+    assert mode(course_dir / "inbound") == 0o773  # learners write, cannot list
+    assert mode(course_dir / "feedback") & 0o007 == 0o001  # learners reach their own page by its hash
     submissions = sorted((course_dir / "inbound").iterdir())
     assert {p.name.split("+")[0] for p in submissions} == {ANA, BO}
     for submission in submissions:
@@ -637,5 +680,5 @@ def test_a_learner_cannot_swap_the_course_folder_for_their_own(course, machine):
     assert seen["not sticky"] == "swapped", f"the attack should work where the root is not sticky: {seen}"
     assert seen["exchange"] == "denied", f"a learner moved the course folder out of the exchange: {seen}"
     assert seen["remove inbound"] in ("PermissionError", "OSError"), seen
-    assert pwd.getpwuid(course_dir.stat().st_uid).pw_name == TEACHER
+    assert course_dir.stat().st_uid == 0 and course_dir.stat().st_gid == grp.getgrnam(STAFF).gr_gid
     assert {p.name for p in machine.exchange.iterdir()} == {COURSE_ID}

@@ -23,6 +23,9 @@ c = get_config()  # noqa: F821  (nbgrader provides get_config)
 c.CourseDirectory.course_id = os.environ.get("CTXLAB_COURSE_ID", "context-window-lab")
 c.Exchange.root = os.environ.get("CTXLAB_EXCHANGE", "/srv/nbgrader/exchange")
 
+if os.environ.get("CTXLAB_GROUPSHARED") == "1":  # instructors sharing one course root
+    c.CourseDirectory.groupshared = True
+
 GRADING = "grading-output"  # the grader's default --out, relative to the course root
 
 if os.environ.get("CTXLAB_COURSE_ROOT"):
@@ -32,5 +35,7 @@ if os.environ.get("CTXLAB_COURSE_ROOT"):
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.db_url = f"sqlite:///{root / GRADING / 'gradebook.db'}"
     c.CourseDirectory.autograded_directory = f"{GRADING}/autograded"
-    if root.is_dir():
-        (root / GRADING).mkdir(exist_ok=True)  # nbgrader opens the gradebook before any grading
+    if root.is_dir():  # nbgrader opens the gradebook before any grading: made here, with the
+        # umask's permissions (SQLite would make it 0o644, closed to the other instructors)
+        (root / GRADING).mkdir(exist_ok=True)
+        (root / GRADING / "gradebook.db").touch(mode=0o666)

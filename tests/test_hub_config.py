@@ -1,0 +1,93 @@
+"""``hub/jupyterhub_config.py`` read as JupyterHub reads it, without starting a hub: what it
+refuses, and what it gives each kind of user's server (``tests/test_hub.py`` runs the hub)."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import types
+from pathlib import Path
+
+import pytest
+from traitlets.config import Config
+
+CONFIG = Path(__file__).resolve().parents[1] / "hub" / "jupyterhub_config.py"
+ME = pwd.getpwuid(os.getuid())
+
+
+def load(tmp_path: Path, monkeypatch, **variables: str) -> dict:
+    """Run the hub's configuration file with ``CTXLAB_*`` ``variables``; its globals."""
+    monkeypatch.setenv("CTXLAB_EXCHANGE", str(tmp_path / "exchange"))
+    monkeypatch.setenv("CTXLAB_HUB_DATA", str(tmp_path / "hub-data"))
+    for name, value in variables.items():
+        monkeypatch.setenv(f"CTXLAB_{name}", value)
+    config = Config()
+    namespace = {"get_config": lambda: config, "__file__": str(CONFIG), "__name__": "jupyterhub_config"}
+    exec(compile(CONFIG.read_text(encoding="utf-8"), str(CONFIG), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def spawned(namespace: dict, user: str) -> types.SimpleNamespace:
+    """A stand-in spawner for ``user`` after the hub's ``pre_spawn_hook``."""
+    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name=user), environment={}, cmd=None, notebook_dir=None)
+    namespace["config_path"](spawner)
+    return spawner
+
+
+def test_an_instructor_gets_a_course_root_in_their_home_and_a_learner_gets_none(tmp_path, monkeypatch):
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody")
+    teacher, learner = spawned(namespace, ME.pw_name), spawned(namespace, "nobody")
+    assert teacher.environment["CTXLAB_COURSE_ROOT"] == str(Path(ME.pw_dir) / "course")
+    assert "CTXLAB_COURSE_ROOT" not in learner.environment
+    assert learner.environment["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0].endswith("hub/learner")
+    assert (tmp_path / "exchange").stat().st_mode & 0o7777 == 0o1777
+
+
+def test_a_shared_root_needs_the_instructors_group(tmp_path, monkeypatch):
+    root = tmp_path / "course"
+    root.mkdir()
+    with pytest.raises(SystemExit, match="CTXLAB_INSTRUCTOR_GROUP must name"):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, SHARED_ROOT=str(root))
+    with pytest.raises(SystemExit, match="groupadd no-such-group-cwl"):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, SHARED_ROOT=str(root), INSTRUCTOR_GROUP="no-such-group-cwl")
+
+
+def test_a_shared_root_is_refused_until_it_belongs_to_the_group_and_is_closed(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("the hub runs as root and gives the course's exchange folder to root; so does this test")
+    group = grp.getgrgid(ME.pw_gid)  # the caller's own group holds the caller
+    outsider = next((u.pw_name for u in pwd.getpwall()
+                     if u.pw_gid != group.gr_gid and u.pw_name not in group.gr_mem), None)
+    root = tmp_path / "course"
+    root.mkdir()
+    root.chmod(0o755)
+    settings = {"INSTRUCTORS": ME.pw_name, "SHARED_ROOT": str(root), "INSTRUCTOR_GROUP": group.gr_name}
+    with pytest.raises(SystemExit, match=r"set-group-id and closed to others \(now: 0o755\).*chmod -R g\+rwX,o-rwx"):
+        load(tmp_path, monkeypatch, **settings)
+    root.chmod(0o2770)
+    if outsider:
+        with pytest.raises(SystemExit, match=f"instructors not in group {group.gr_name}: \\['{outsider}'\\]"):
+            load(tmp_path, monkeypatch, **{**settings, "INSTRUCTORS": f"{ME.pw_name},{outsider}"})
+    namespace = load(tmp_path, monkeypatch, **settings, LEARNERS=outsider or "")
+    teacher = spawned(namespace, ME.pw_name)
+    assert teacher.environment["CTXLAB_COURSE_ROOT"] == str(root) and teacher.environment["CTXLAB_GROUPSHARED"] == "1"
+    assert teacher.notebook_dir == str(root) and teacher.cmd[:3] == ["/bin/sh", "-c", 'umask 002 && exec "$@"']
+    course_exchange = tmp_path / "exchange" / "context-window-lab"
+    assert course_exchange.stat().st_gid == group.gr_gid and course_exchange.stat().st_mode & 0o7777 == 0o2775
+    if outsider:
+        learner = spawned(namespace, outsider)
+        assert "CTXLAB_COURSE_ROOT" not in learner.environment and learner.cmd is None
+
+
+def test_a_learner_in_the_instructors_group_is_refused(tmp_path, monkeypatch):
+    group = grp.getgrgid(ME.pw_gid)
+    staff = grp.struct_group((group.gr_name, "x", group.gr_gid, [ME.pw_name, "ana"]))
+    real = grp.getgrnam
+    monkeypatch.setattr(grp, "getgrnam", lambda name: staff if name == group.gr_name else real(name))
+    root = tmp_path / "course"
+    root.mkdir()
+    root.chmod(0o2770)
+    with pytest.raises(SystemExit, match=r"learners in the instructors' group .*\['ana'\].*gpasswd -d USER"):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="ana", SHARED_ROOT=str(root),
+             INSTRUCTOR_GROUP=group.gr_name)
