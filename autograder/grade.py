@@ -11,7 +11,8 @@ with nbgrader, and writes to ``--out`` (default ``grading-output/``):
 ``gradebook.db``                        one nbgrader gradebook with every student, merged; what the
                                         formgrader entered in it before is kept (see
                                         :func:`~autograder.gradebooks.merge_gradebooks`)
-``autograded/<student>/<lesson>/``      the executed notebooks (instructors only: they hold hidden tests)
+``autograded/<student>/<lesson>/``      the executed notebooks (instructors only: they hold hidden tests),
+                                        the learner's HTML made harmless (:mod:`autograder.defang`)
 ``students/<student>.json`` and ``.db`` each student's results, kept so a re-run resumes
 ``run.json``                            what this run graded and how, read by ``merge``
 ======================================  ==========================================================
@@ -53,6 +54,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .defang import defang
 from .feedback import write_feedback
 from .gradebooks import GradebookError, check_gradebook, merge_gradebooks
 from .intake import IntakeError, Submission, collect
@@ -174,6 +176,15 @@ def _put(source: Path, target: Path) -> None:
     instructors sharing a course root (umask 002, ``hub/README.md``) grade over each other's runs."""
     fresh = target.with_name(f".{target.name}.new")
     shutil.copyfile(source, fresh)
+    os.replace(fresh, target)
+
+
+def _put_defanged(source: Path, target: Path) -> None:
+    """The executed notebook ``source`` at ``target``, where the formgrader reads it, with the
+    learner's HTML made harmless (:mod:`autograder.defang`)."""
+    fresh = target.with_name(f".{target.name}.new")
+    notebook = defang(json.loads(source.read_text(encoding="utf-8")))
+    fresh.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(fresh, target)
 
 
@@ -300,7 +311,7 @@ class _Grader:
                 if source and Path(source).exists() and result["status"] == "graded":
                     target = self.out / "autograded" / submission.student / name / Path(source).name
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    _put(Path(source), target)
+                    _put_defanged(Path(source), target)
         for name, result in lessons.items():
             result["beside"] = submission.entries[name].beside()
         record = {

@@ -71,6 +71,7 @@ TEACHER, TEACHER2, ANA, BO = "ctxlab-teacher", "ctxlab-teacher2", "ctxlab-ana", 
 STAFF = "ctxlab-staff"  # the instructors' Unix group: they share one course root
 HUB_DIR = REPO / "hub"
 ARTIFACTS = REPO / "tests" / "artifacts"
+HOSTILE_NOTE = 'Done! <img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script>'
 
 
 def free_port() -> int:
@@ -434,7 +435,11 @@ def course(machine):
         before_fetch = learners[ANA].listing()
         for learner in learners.values():
             learner.action("fetch")
-        learners[ANA].save(fill(released, answers))  # ana solves it; bo hands in the blank notebook
+        learners[ANA].save(fill(released, answers))  # ana solves it; bo hands in the blank notebook,
+        hostile = json.loads(json.dumps(released))  # with a note that tries to run script on the grading page
+        hostile["cells"].insert(1, {"cell_type": "markdown", "metadata": {}, "id": "bo-note",
+                                    "source": HOSTILE_NOTE})
+        learners[BO].save(hostile)
         for learner in learners.values():
             learner.action("submit")
         listings = {name: learner.listing() for name, learner in learners.items()}
@@ -549,6 +554,16 @@ def test_the_instructor_opens_the_formgrader_in_a_browser(course, machine):
             scores.first.fill("0")
             scores.first.dispatch_event("change")
             page.locator(".score-saved").first.wait_for(state="visible", timeout=30_000)
+
+            # bo's note tried to run script in the instructor's session: it must show as text
+            status, text = course["teacher"].call(
+                "GET", f"/user/{TEACHER}/formgrader/api/submitted_notebooks/{LESSON}/budget")
+            bo_notebook = next(row["id"] for row in json.loads(text) if row["student"] == BO)
+            page.goto(f"{formgrader}/submissions/{bo_notebook}/", timeout=60_000)
+            page.locator(".nbgrader_cell").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(500)
+            assert page.evaluate("window.pwned") is None, "a learner's note ran script on the grading page"
+            assert page.get_by_text("onerror", exact=False).count() > 0  # shown as text, for the instructor
         finally:
             chromium.close()
     def overridden() -> int:
