@@ -513,6 +513,20 @@ def test_the_instructor_grades_in_the_formgrader(course):
     assert learner.call("GET", f"/user/{TEACHER}/formgrader/api/submissions/{LESSON}")[0] in (403, 404)
 
 
+def test_an_instructors_server_shares_what_it_writes_with_the_other_instructors(course, machine):
+    """The hub starts instructors' servers in the shared course root with umask 002, so a file
+    one saves (and anything their terminals make) is writable by the others; not by learners."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    status, text = course["teacher2"].call("PUT", f"/user/{TEACHER2}/api/contents/from-teacher2.txt",
+                                           body={"type": "file", "format": "text", "content": "notes"})
+    assert status in (200, 201), text[-1000:]
+    saved = machine.root / "from-teacher2.txt"  # the server's folder is the shared root
+    assert saved.exists(), sorted(p.name for p in machine.root.iterdir())
+    assert saved.stat().st_gid == grp.getgrnam(STAFF).gr_gid and mode(saved) & 0o060 == 0o060, oct(mode(saved))
+    assert mode(saved) & 0o007 in (0, 0o004) and mode(machine.root) & 0o007 == 0  # others stop at the root
+
+
 def test_the_instructor_opens_the_formgrader_in_a_browser(course, machine):
     """What an instructor does: log in at the hub's page, open the formgrader in a tab of its
     own (JupyterHub forbids framing a user's server), find both submissions of the lesson, open
