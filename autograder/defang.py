@@ -15,7 +15,8 @@ formgrader reads it:
   the instructor sees what the learner wrote. Links written in Markdown to other schemes
   (``javascript:``) lose their target.
 * HTML outputs are cleaned the same way. JavaScript and SVG outputs, which can carry script,
-  are replaced by a line saying what was removed.
+  are replaced by a line saying what was removed. (Saved widget state is not a way in: the
+  formgrader's page does not load the widget manager.)
 
 Scores are not affected: grading has already happened, on the notebook as submitted.
 
@@ -43,6 +44,7 @@ ATTRIBUTES = {"a": ["href", "title"], "td": ["align"], "th": ["align"], "abbr": 
 PROTOCOLS = frozenset({"http", "https", "mailto"})
 RISKY_OUTPUTS = ("application/javascript", "text/javascript", "image/svg+xml")
 _MARKDOWN_LINK = re.compile(r"(\]\(\s*<?)([^)\s>]*)")  # the target of [text](target)
+_REFERENCE = re.compile(r"(^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*<?)([^\s>]*)", re.MULTILINE)  # [label]: target
 _SAFE_TARGET = re.compile(r"^(?:https?:|mailto:|#|/|\.{0,2}/|[\w.-]+(?:/|$|#))", re.IGNORECASE)
 
 
@@ -52,10 +54,12 @@ def clean_html(text: str) -> str:
 
 
 def _clean_markdown(text: str) -> str:
-    """Markdown ``text`` cleaned as HTML, and Markdown link targets outside http(s), mailto and
-    relative paths dropped."""
-    text = clean_html(text)
-    return _MARKDOWN_LINK.sub(lambda m: m.group(1) + (m.group(2) if _SAFE_TARGET.match(m.group(2)) else ""), text)
+    """Markdown ``text`` cleaned as HTML, and Markdown link targets (inline or reference) outside
+    http(s), mailto and relative paths replaced by ``#``."""
+    def target(match: re.Match) -> str:
+        return match.group(1) + (match.group(2) if _SAFE_TARGET.match(match.group(2)) else "#")
+
+    return _REFERENCE.sub(target, _MARKDOWN_LINK.sub(target, clean_html(text)))
 
 
 def _text(source: Any) -> str:

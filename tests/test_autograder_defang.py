@@ -28,6 +28,10 @@ HOSTILE_MARKDOWN = {
     "entity-encoded scheme": f'<a href="jav&#x61;script:{MARK}()">x</a>',
     "style with expression": f'<div style="background:url(javascript:{MARK}())">x</div>',
     "details ontoggle": f"<details open ontoggle={MARK}()>x</details>",
+    "reference link": f"[click][1]\n\n[1]: javascript:{MARK}()",
+    "reference link, entity-encoded": f"[click][a]\n\n  [a]: <jav&#x61;script:{MARK}()>",
+    "link with a title": f'[click](javascript:{MARK}() "title")',
+    "image link": f"![x](javascript:{MARK}())",
 }
 HOSTILE_OUTPUTS = {
     "html script": {"text/html": f"<b>ok</b><script>{MARK}()</script>"},
@@ -121,6 +125,16 @@ def test_an_ordinary_answer_reads_the_same():
     assert '<a href="https://platform.openai.com/docs">the docs</a>' in page and 'href="notes.md"' in page
     assert "<strong>Why</strong>" in page and "<table>" in page and "image/png" in page
     assert "not shown when grading" not in page
+
+
+def test_saved_widget_state_is_not_rendered_by_the_grading_page():
+    """Why defang leaves widgets alone: the formgrader's page does not load the widget manager,
+    so an HTML widget's saved value never becomes markup there."""
+    notebook = notebook_with(output={"application/vnd.jupyter.widget-view+json": {"model_id": "m1", "version_major": 2}})
+    notebook["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"m1": {
+        "model_name": "HTMLModel", "state": {"value": f"<img src=x onerror={MARK}()>"}}}, "version_major": 2}}
+    page = render(notebook)
+    assert "widget-state" not in page and MARK not in page and "html-manager" not in page
 
 
 def test_a_removed_output_says_so():

@@ -279,6 +279,20 @@ def test_a_regrade_keeps_what_the_instructor_entered_in_the_formgrader(template,
         assert gb.find_grade("a-two", "budget", "01-budget", "bo").manual_score == 0.5  # nothing lost
 
 
+def test_a_merge_fills_the_empty_gradebook_the_hub_prepares(gradebooks, tmp_path):
+    """On the hub, the formgrader's settings make an empty ``gradebook.db`` before any grading
+    (with the umask's permissions); the first grade run must fill it, not fail on it."""
+    from nbgrader.api import Gradebook
+
+    template, students = gradebooks
+    merged = tmp_path / "gradebook.db"
+    merged.touch(mode=0o664)
+    assert merge_gradebooks(template, students, merged) == []
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{merged}") as gb:
+        warnings.simplefilter("ignore")
+        assert sorted(s.id for s in gb.students) == ["ana", "bo"]
+
+
 def test_gradebooks_graded_on_another_release_of_the_lessons_are_rebased_then_merged(gradebooks, tmp_path):
     """Shards release the lessons themselves: same names, other ids; rebasing makes them one gradebook."""
     from nbgrader.api import Gradebook
