@@ -29,7 +29,7 @@ tokens with tiktoken" approximates the same text with per-function and per-prope
   follows the comma as ``// default: ...``;
 * ``string`` with an ``enum`` is the union of the quoted values; ``integer`` is ``number``;
   ``boolean`` and ``null`` are themselves; an array is ``T[]`` (``Array<any>`` without
-  ``items``); a list of types is their union; a nested object is indented four spaces more;
+  ``items``); a nested object is indented four spaces more;
   ``oneOf`` lists its variants on ``|`` lines; anything else is ``any``.
 
 Where the bills of recorded requests (``tests/test_billing.py``) disagree with the published
@@ -44,6 +44,11 @@ renderer, the bills win, and the difference is named here:
   ``{`` (the published renderer shows both), and only top-level properties show a title;
 * ``anyOf`` is the union of its options (the published renderer writes ``any``), and a local
   ``$ref`` (``#/$defs/...``) is replaced by the definition it names;
+* a list of types (``"type": ["string", "null"]``) is not written as their union (as the
+  published renderer does): the whole schema of that property, description included, is shown
+  as compact JSON in its place, its comments kept above it. The recordings hold one such schema,
+  crewAI's planning tool, in eleven requests on gpt-4o, gpt-4o-mini and gpt-4o-2024-11-20:
+  written as a union, each was billed 21 tokens more than counted; written as JSON, 1;
 * the gpt-5 family adds :data:`GPT5_TOOL_PREAMBLE` tokens to any request that sends tools, and
   every tool block is billed :data:`TOOL_BLOCK_ADJUSTMENT` tokens off its text.
 
@@ -127,9 +132,7 @@ def _type(schema: Any, indent: str) -> str:
         return " | ".join(_type(option, indent) for option in schema["anyOf"])
     kind = schema.get("type")
     if isinstance(kind, list):
-        names = ["number" if one == "integer" else one for one in kind if isinstance(one, str)]
-        if names:
-            return " | ".join(names)
+        return json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
     if kind == "object":
         return _object(schema, indent)
     if kind == "string":

@@ -62,11 +62,19 @@ def test_types():
     assert prop({"type": "string", "enum": ["c", "f"]}) == 'x: "c" | "f",\n'
     assert prop({"type": "array", "items": {"type": "string"}}) == "x: string[],\n"
     assert prop({"type": "array"}) == "x: Array<any>,\n"
-    assert prop({"type": ["string", "null"]}) == "x: string | null,\n"
     assert prop({"anyOf": [{"type": "integer"}, {"type": "null"}]}) == "x: number | null,\n"
     assert prop({"type": "string", "nullable": True}) == "x: string | null,\n"
     assert prop({}) == "x: any,\n"
     assert prop({"oneOf": [{"type": "string"}, {"type": "number"}]}) == "x: \n     | string\n     | number,\n"
+
+
+def test_a_list_of_types_is_shown_as_its_schema_json():
+    # not the union the published renderer writes: what the bills of crewAI's planning tool show
+    assert prop({"type": ["string", "null"]}) == 'x: {"type":["string","null"]},\n'
+    assert prop({"type": ["string", "null"], "description": "Tool, or null"}) == (
+        '// Tool, or null\nx: {"type":["string","null"],"description":"Tool, or null"},\n')
+    nested = {"type": "array", "items": {"type": "object", "properties": {"t": {"type": ["integer", "null"]}}}}
+    assert prop(nested) == 'x: {\n    t?: {"type":["integer","null"]},\n    }[],\n'
 
 
 def test_comments_title_description_examples_default():
