@@ -4,7 +4,7 @@ A lesson's answer cells (nbgrader ``solution`` cells) define the names tests use
 classes and variables at the top level (:func:`answer_names`). A lesson declares, in its
 solution notebook's metadata, which of ctxlab's functions are the answer to each exercise:
 
-    "metadata": {"ctxlab": {"references": {"fit": ["ctxlab.fit", "ctxlab.GrowingHistory.fit"]}}}
+    "metadata": {"ctxlab": {"references": {"fit": ["ctxlab.fit", "ctxlab.history.GrowingHistory.fit"]}}}
 
 While a test that uses ``fit`` runs, those functions are switched off in the learner's kernel
 (:mod:`autograder.judging.agent`). :func:`resolve` turns a dotted name into what the agent
@@ -20,6 +20,7 @@ stands for every method it defines.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import inspect
 import os
@@ -81,7 +82,10 @@ def resolve(dotted: str) -> list[list[str]]:
     if parts[0] != "ctxlab" or len(parts) < 2:
         raise ReferenceSpecError(f"{dotted!r} is not a name in ctxlab (write it as ctxlab.NAME)")
     value = importlib.import_module("ctxlab")
-    for part in parts[1:]:
+    for index, part in enumerate(parts[1:], start=2):
+        if not hasattr(value, part) and inspect.ismodule(value):
+            with contextlib.suppress(ImportError):  # a subpackage not imported yet (ctxlab.course)
+                importlib.import_module(".".join(parts[:index]))
         if not hasattr(value, part):
             raise ReferenceSpecError(f"{dotted!r} does not exist: ctxlab has no {part!r} there")
         value = getattr(value, part)

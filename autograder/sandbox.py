@@ -250,7 +250,7 @@ class Sandbox:
             "IPYTHONDIR": f"{SANDBOX_HOME}/.ipython",
             "MALLOC_ARENA_MAX": "2",
             # Not ctxlab's default model: an answer that hard-codes the default's name instead of
-            # asking ctxlab.summary_model() (which honours this variable) fails the test that says so.
+            # asking ctxlab.llm.summary_model() (which honours this variable) fails the test that says so.
             "CTXLAB_SUMMARY_MODEL": GRADING_SUMMARY_MODEL,
             # ctxlab.get_client()'s offline summaries carry this label, so an answer told to use
             # get_client() when no client is given cannot hard-code an OfflineSummariser() instead.

@@ -1,6 +1,6 @@
 """Which of the lesson's own cells grading can leave out: demonstrations nothing graded needs.
 
-A lesson's demonstrations (plots, widgets, replays of long runs) and its ``ctxlab.check(...)``
+A lesson's demonstrations (plots, widgets, replays of long runs) and its ``ctxlab.course.check(...)``
 cells are most of the time a notebook takes to run, and no test reads what they show: the
 judge reaches only the learner's answer names. So the grader runs a lesson cell only when
 something it runs afterwards may need it. :func:`cells_to_skip` decides, by a liveness analysis
@@ -24,7 +24,7 @@ names (for example, how many times a learner's function was called). Grades matc
 cell: the lesson tests grade each solution both ways and compare (``--every-cell`` grades a class
 that way).
 
->>> lesson = ["import ctxlab", "def f(x):\\n    return x", "plot(f)", "ctxlab.check('f')"]
+>>> lesson = ["import ctxlab", "def f(x):\\n    return x", "plot(f)", "ctxlab.course.check('f')"]
 >>> ours = {lesson[0], lesson[2], lesson[3]}  # the answer cell (1) is the learner's
 >>> sorted(cells_to_skip(lesson, lesson, first_answer=1, lesson_cells=ours, answer_names=["f"]))
 [2, 3]

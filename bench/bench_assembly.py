@@ -43,6 +43,7 @@ import histories
 import measure
 
 import ctxlab
+import ctxlab.course
 from ctxlab.compression import _text_cut
 from ctxlab.pieces import PieceCounter, text_counter
 from ctxlab.tokens import _line_start_after, _line_start_before
@@ -55,10 +56,10 @@ QUICK = {"sizes": (60, 200), "laps_timed": 3, "rounds": 2, "soak": 30, "fit_size
 
 def _run(messages: int, *, unique: bool = True) -> tuple[list[dict], list[int]]:
     laps = max(4, messages // 2)
-    run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    run = repeat_laps(ctxlab.course.load_transcript("research"), laps)
     while len(run) < messages + 200:
         laps *= 2
-        run = repeat_laps(ctxlab.load_transcript("research"), laps)
+        run = repeat_laps(ctxlab.course.load_transcript("research"), laps)
     if unique:
         run = _unique_texts(run)
     return run, ctxlab.model_calls(run)
@@ -189,7 +190,7 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1,
     as new: the least the memory can help."""
     gc.collect()  # start clean: no earlier measurement's garbage is freed during this one
     run, calls = _run(size + (rounds - 1) * laps_timed * 5, unique=unique)
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
     assembler = ctxlab.Assembler(BUDGET, tools=tools, client=ctxlab.OfflineSummariser())
     start = next(k for k, i in enumerate(calls) if i >= size)
@@ -263,8 +264,8 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1,
 
 def soak(laps: int) -> dict:
     gc.collect()
-    run = repeat_laps(ctxlab.load_transcript("research"), laps)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    run = repeat_laps(ctxlab.course.load_transcript("research"), laps)
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
     tokens, summaries, times = [], [], []
     for i in ctxlab.model_calls(run):

@@ -123,7 +123,7 @@ def check(messages: list[dict], lc_messages: list | None, allowance: int, outcom
     """
     counter = ctxlab.TokenCounter()
     tokens = {id(m): counter.message(m) for m in messages}
-    pins = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pins = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     goal = next((m for m in messages if m["role"] == "user"), None)
 
     def fits(kept: list[dict]) -> bool:

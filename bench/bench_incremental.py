@@ -10,7 +10,7 @@ on each lap. Two runs per history size:
 * **200 more laps**: an agent with a long history already counted (its counter warmed up,
   untimed) runs 200 ordinary laps on top of it (:func:`histories.growing`).
 
-For each it times ``ctxlab.GrowingHistory`` (extended with each lap's new messages, then
+For each it times ``ctxlab.history.GrowingHistory`` (extended with each lap's new messages, then
 fitted: every message validated, counted and grouped once), ``fit`` with the counter kept
 across laps, counting alone with that counter (``counter.messages``), encoding only the new
 messages, and ``fit`` with a fresh counter on every lap (no reuse, under a time budget and
@@ -83,7 +83,7 @@ def _with_counter(messages, ends, start, counter, *, fit: bool) -> list:
     return kept
 
 
-def _with_history(messages, ends, history: ctxlab.GrowingHistory) -> list:
+def _with_history(messages, ends, history: ctxlab.history.GrowingHistory) -> list:
     """Extend ``history`` with each lap's new messages and fit it; return the last kept."""
     kept: list = []
     for end in ends:
@@ -125,8 +125,8 @@ def measure_run(kind: str, size: int, messages: list[dict], ends: list[int], sta
         counter.messages(messages[:start])  # counted on earlier laps: not timed
         return counter
 
-    def warm_history(counter: ctxlab.TokenCounter) -> ctxlab.GrowingHistory:
-        return ctxlab.GrowingHistory(messages[:start], count=counter.message)  # earlier laps: not timed
+    def warm_history(counter: ctxlab.TokenCounter) -> ctxlab.history.GrowingHistory:
+        return ctxlab.history.GrowingHistory(messages[:start], count=counter.message)  # earlier laps: not timed
 
     for round_ in range(repeats):
         jobs = {

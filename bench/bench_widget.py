@@ -22,6 +22,7 @@ from pathlib import Path
 import measure
 
 import ctxlab
+import ctxlab.course
 from ctxlab.layout import assembler
 from ctxlab.layout_html import render_layout_html
 
@@ -41,7 +42,7 @@ def long_transcript(n: int = MESSAGES) -> list[dict]:
     >>> len(run), ctxlab.pairs_ok(run), run[-1]["step"] > 40
     (500, True, True)
     """
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     head, laps = research[:2], research[2:]
     last_step = laps[-1]["step"]
     out = [dict(m) for m in head]
@@ -60,7 +61,7 @@ def long_transcript(n: int = MESSAGES) -> list[dict]:
                     new["content"] = f"(run {copy + 1}) {message['content']}"
             out.append(new)
         copy += 1
-    ends = [stop for _, stop in ctxlab.turn_group_spans(out) if stop <= n]
+    ends = [stop for _, stop in ctxlab.trimming.turn_group_spans(out) if stop <= n]
     out = out[: ends[-1]]
     step = out[-1]["step"]
     while len(out) < n:

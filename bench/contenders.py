@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ctxlab
+import ctxlab.course
 from ctxlab.calls import PARALLEL_CALL, parallel_arguments
 from ctxlab.pieces import text_counter
 from ctxlab.tokens import REPLY_PRIMING, RESULT_AUTHOR
@@ -61,7 +62,7 @@ def counted_strings(message: Message) -> list[str]:
     strings = []
     result = message.get("role") == "tool"
     for key, value in message.items():
-        if key in ctxlab.COURSE_KEYS or value is None or (result and key in ("tool_call_id", "name")):
+        if key in ctxlab.course.COURSE_KEYS or value is None or (result and key in ("tool_call_id", "name")):
             continue
         if isinstance(value, str):
             strings.append(value)
@@ -157,8 +158,8 @@ class _CountingEncoding:
 
 def _structure(messages: Sequence[Message], keep_recent: int) -> tuple[list[tuple[int, int]], set[int]]:
     """Turn-group spans and the groups that must be kept (pins and the newest groups)."""
-    spans = ctxlab.turn_group_spans(messages)
-    pins = ctxlab.pinned_indices(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
     starts = [start for start, _ in spans]
     required = {bisect.bisect_right(starts, index) - 1 for index in pins}
     required |= set(range(max(0, len(spans) - keep_recent), len(spans)))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ctxlab
+import ctxlab.course
 
 SIZES = (100, 1_000, 5_000, 20_000)
 """The history lengths, in messages, that the benchmarks report."""
@@ -59,8 +60,8 @@ class _Pool:
 @functools.cache
 def _pool() -> _Pool:
     systems, users, replies, calls, lines = [], [], [], [], []
-    for name in ctxlab.transcript_names():
-        for message in ctxlab.load_transcript(name):
+    for name in ctxlab.course.transcript_names():
+        for message in ctxlab.course.load_transcript(name):
             role, content = message["role"], message.get("content")
             if role == "system":
                 systems.append(content)
@@ -206,7 +207,7 @@ def lap_ends(messages: list[dict[str, Any]], n_laps: int) -> list[int]:
     >>> len(ends), ends[-1], all(a < b for a, b in zip(ends, ends[1:]))
     (200, 1000, True)
     """
-    boundaries = [stop for _, stop in ctxlab.turn_group_spans(messages) if stop >= 2]
+    boundaries = [stop for _, stop in ctxlab.trimming.turn_group_spans(messages) if stop >= 2]
     ends: list[int] = []
     for lap in range(1, n_laps + 1):
         target = lap * len(messages) / n_laps

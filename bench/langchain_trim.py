@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import ctxlab
+import ctxlab.course
 from ctxlab.calls import PARALLEL_CALL, parallel_arguments
 from ctxlab.tokens import RESULT_AUTHOR
 
@@ -53,7 +54,7 @@ def to_langchain(messages: Sequence[dict[str, Any]]) -> list[Any]:
     with parsed ``args``, tool results as ``ToolMessage`` with their ``tool_call_id``."""
     from langchain_core.messages import convert_to_messages
 
-    return convert_to_messages(ctxlab.strip_course_keys(messages))
+    return convert_to_messages(ctxlab.course.strip_course_keys(messages))
 
 
 class TiktokenCounter:

@@ -7,6 +7,7 @@ A module lists its retired names as ``{old name: (what it returns, advice)}`` an
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,5 +32,33 @@ def retired(module: str, table: Mapping[str, tuple[str, str]], namespace: Mappin
         warnings.warn(f"{module}.{name} is deprecated and will be removed in the next release: {advice}",
                       DeprecationWarning, stacklevel=2)
         return namespace[target]
+
+    return __getattr__
+
+
+def moved(module: str, table: Mapping[str, str], fallback: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for names that moved: ``table`` maps each old name to its new
+    home, ``"package.module:name"``. Reading an old name warns with a ``DeprecationWarning``
+    naming the new home and returns the same object; other names go to ``fallback``.
+
+    >>> getattr_ = moved("demo", {"dumps": "json:dumps"})
+    >>> import json, warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     found = getattr_("dumps")
+    >>> found is json.dumps, str(caught[0].message)
+    (True, 'demo.dumps moved to json.dumps; demo.dumps will be removed in the next release')
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in table:
+            if fallback is not None:
+                return fallback(name)
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        home, _, attribute = table[name].partition(":")
+        note = f" (import {home} first)" if home.endswith(".course") else ""
+        warnings.warn(f"{module}.{name} moved to {home}.{attribute}{note}; {module}.{name} will be "
+                      "removed in the next release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), attribute)
 
     return __getattr__

@@ -30,9 +30,9 @@ values (strings, numbers) are shared with the record and the cache. Each cached 
 shape (which calls it holds) is found once, so a lap copies it without looking again.
 
 >>> import ctxlab
->>> research = ctxlab.load_transcript("research")
+>>> research = ctxlab.transcripts.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600)
->>> assembler = Assembler(budget, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+>>> assembler = Assembler(budget, tools=ctxlab.transcripts.load_tools("research"), client=ctxlab.OfflineSummariser())
 >>> for index in ctxlab.model_calls(research):
 ...     context = assembler.context(research[:index], step=research[index]["step"])
 >>> context.tokens <= budget.input_limit, assembler.state.cut > 0, len(assembler) == index
@@ -105,9 +105,9 @@ class Assembler:
     The small-talk stage of eviction is off by default (``small_talk_tokens=0``), as in
     ``build_context``: it drops short unpinned messages outright, and a short user message may
     be a constraint ("do not touch the payments module"). Pin what must survive, then pass
-    ``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS`` to turn it on.
+    ``small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS`` to turn it on.
 
-    A call of the pin tool ``pin_tool`` (:data:`ctxlab.PIN_TOOL`; ``None`` recognises none) is
+    A call of the pin tool ``pin_tool`` (:data:`ctxlab.pins.PIN_TOOL`; ``None`` recognises none) is
     pinned with its turn group, as a message marked ``"pinned": True`` is, unless it is marked
     ``"pinned": False`` (:mod:`ctxlab.pins`): kept in the pinned head, its results never
     compressed by age, exactly as in ``build_context``.
@@ -118,7 +118,7 @@ class Assembler:
     ['system', 'user']
     >>> import ctxlab
     >>> chatty = Assembler(ContextBudget(window=1_000, reserve_output=200),
-    ...                    small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS)  # stage on
+    ...                    small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS)  # stage on
     >>> assembler.small_talk_tokens, chatty.small_talk_tokens
     (0, 40)
     >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": '{"text": "No refunds."}'}}

@@ -13,7 +13,7 @@
    ``scratchpad_max``, as the last message.
 
 When the middle is over its allowance, things leave it in a fixed order, cheapest loss first,
-stopping as soon as it fits (:data:`ctxlab.EVICTION_ORDER`, :mod:`ctxlab.eviction`): tool
+stopping as soon as it fits (:data:`ctxlab.eviction.EVICTION_ORDER`, :mod:`ctxlab.eviction`): tool
 results compressed, old small talk dropped (only when asked for, ``small_talk_tokens``),
 older turns summarised, the oldest trimmed. The system prompt, the goal, the pins and the
 scratchpad are never taken out.
@@ -28,10 +28,10 @@ The assembler follows one growing record from lap to lap through :class:`Assembl
 the history was last cut, and the summary so far): pass each call's ``state`` to the next.
 
 >>> import ctxlab
->>> research = ctxlab.load_transcript("research")
+>>> research = ctxlab.transcripts.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600)
 >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
->>> context = build_context(research[:41], budget, tools=ctxlab.load_tools("research"),
+>>> context = build_context(research[:41], budget, tools=ctxlab.transcripts.load_tools("research"),
 ...                         scratchpad=pad, client=ctxlab.OfflineSummariser())
 >>> [m["role"] for m in context.messages][:2], context.messages[-1] == pad.message()
 (['system', 'user'], True)
@@ -96,7 +96,7 @@ class Context:
     * ``state``: pass it to the next lap's :func:`build_context`;
     * ``dropped``: the record's messages that are not in the prompt (summarised or trimmed),
       in full: a list, or from an :class:`ctxlab.Assembler` lap that does not cut a read-only
-      view of the record (:class:`ctxlab.MessageRuns`, equal to the list; ``list()`` copies it).
+      view of the record (:class:`ctxlab.history.MessageRuns`, equal to the list; ``list()`` copies it).
 
     >>> Context(messages=[{"role": "user", "content": "hi"}], tokens=9).summary is None
     True
@@ -217,7 +217,7 @@ def pinned_group_spans(
 ) -> list[tuple[int, int]]:
     """``(start, stop)`` of the turn groups of ``elastic`` that are pinned: the group of the
     first user message (the task), every group holding a message marked ``"pinned": True`` or a
-    call of the pin tool (:func:`ctxlab.pinned_indices`), and with ``pin_user_messages`` every
+    call of the pin tool (:func:`ctxlab.trimming.pinned_indices`), and with ``pin_user_messages`` every
     user message's.
 
     >>> pinned_group_spans([{"role": "user", "content": "task"}, {"role": "assistant", "content": "a"},
@@ -454,7 +454,7 @@ def build_context(
 
     1. the leading system messages (the static prefix; ``tools`` are counted with it);
     2. the pinned head: the first user message (the task), and any message marked
-       ``"pinned": True`` or call of the pin tool ``pin_tool`` (:data:`ctxlab.PIN_TOOL`, with
+       ``"pinned": True`` or call of the pin tool ``pin_tool`` (:data:`ctxlab.pins.PIN_TOOL`, with
        its results: :mod:`ctxlab.pins`), with its turn group, that is older than the cut. These
        are the pinned list: copied forward unchanged on every lap, outside the summary, so a
        constraint stated once survives any number of compactions; their tokens are the
@@ -477,17 +477,17 @@ def build_context(
     5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
 
     It runs as a pipeline of small stages: :func:`split_record`, the fixed part and the
-    allowance, then eviction in a fixed order (:data:`ctxlab.EVICTION_ORDER`), cheapest loss
+    allowance, then eviction in a fixed order (:data:`ctxlab.eviction.EVICTION_ORDER`), cheapest loss
     first, stopping as soon as the middle fits:
 
     * ``compress``: tool results shrunk by age (on every lap, so the prompt stays stable);
-    * ``small_talk``: old small talk dropped, without a summary (:func:`ctxlab.small_talk`:
+    * ``small_talk``: old small talk dropped, without a summary (:func:`ctxlab.eviction.small_talk`:
       user or assistant messages with no tool calls, at most ``small_talk_tokens`` tokens
       each, not pinned, not in the newest ``keep_recent`` groups). OFF by default
       (``small_talk_tokens=0``): a short user message may be a constraint ("do not touch the
       payments module"), and this stage would drop it outright where ``summarise`` would
       have kept its gist. Pin what must survive (``"pinned": True``), then turn it on with
-      ``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS`` (40);
+      ``small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS`` (40);
     * ``summarise``: :func:`summarise_cut` (which uses :func:`trim_middle`);
     * ``trim``: :func:`trim_without_summary`, when there is no client or no room for a summary;
 
@@ -521,7 +521,7 @@ def build_context(
     >>> tight = ctxlab.ContextBudget(window=300, reserve_output=200)
     >>> build_context(chatty, tight).log.filter("assemble")[0].data["stages"]
     ('compress', 'trim')
-    >>> on = build_context(chatty, tight, small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS)
+    >>> on = build_context(chatty, tight, small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS)
     >>> on.log.filter("assemble")[0].data["stages"], [m["content"] for m in on.log.messages("small_talk")]
     (('compress', 'small_talk'), ['On it.', 'Thanks!'])
     """

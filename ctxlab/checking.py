@@ -1,6 +1,6 @@
 """Check your answers as you go: run a lesson's visible tests in your own notebook.
 
-``ctxlab.check("count-chat")`` runs the visible tests of one exercise, ``ctxlab.check_all()``
+``ctxlab.checking.check("count-chat")`` runs the visible tests of one exercise, ``ctxlab.checking.check_all()``
 those of the whole lesson. Both read the test cells from the lesson's notebook file (test cells
 are locked, so the saved file holds the real ones), run them against what your notebook has
 defined so far, and say for each test whether it passed, with the reason first when it did not.

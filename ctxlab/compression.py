@@ -269,7 +269,7 @@ def restore(messages: Sequence[Message], store: TrajectoryStore) -> list[dict[st
 
     A reference stub is resolved through its reference; any other tool result whose
     ``tool_call_id`` is stored gets the stored content back (so compressed results return in
-    full too); everything else is copied unchanged. Raises :class:`ctxlab.ReferenceNotFound`
+    full too); everything else is copied unchanged. Raises :class:`ctxlab.errors.ReferenceNotFound`
     when a stub's reference is not in the store.
 
     >>> from ctxlab.store import TrajectoryStore

@@ -17,7 +17,12 @@ __all__ = ["CtxlabError", "MessageError", "BudgetError", "EncodingUnavailable", 
 
 
 class CtxlabError(Exception):
-    """Base class of every error ctxlab raises on purpose."""
+    """Base class of every error ctxlab raises on purpose.
+
+    >>> import ctxlab
+    >>> issubclass(ctxlab.BudgetError, ctxlab.CtxlabError), issubclass(ctxlab.BudgetError, ValueError)
+    (True, True)
+    """
 
 
 class MessageError(CtxlabError, ValueError):
@@ -25,6 +30,13 @@ class MessageError(CtxlabError, ValueError):
 
     ``index`` is the position of the offending message (``None`` when the problem is
     the list itself).
+
+    >>> import ctxlab
+    >>> try:
+    ...     ctxlab.validate_messages([{"role": "user", "content": "hi"}, {"role": "robot", "content": "?"}])
+    ... except ctxlab.MessageError as err:
+    ...     print(err.index)
+    1
     """
 
     def __init__(self, message: str, *, index: int | None = None) -> None:
@@ -36,6 +48,13 @@ class BudgetError(CtxlabError, ValueError):
     """A budget cannot be met: the text gives the numbers and what to change.
 
     ``needed`` and ``available`` are token counts when they are known.
+
+    >>> import ctxlab
+    >>> try:
+    ...     ctxlab.ContextBudget(window=1000, reserve_output=2000)
+    ... except ctxlab.BudgetError as err:
+    ...     print(err.needed, err.available)
+    2000 1000
     """
 
     def __init__(
@@ -58,6 +77,10 @@ class SummaryError(CtxlabError, RuntimeError):
     ``reason`` a short label (``"timeout"``, ``"rate_limited"``, ``"server_error"``,
     ``"malformed_reply"``, ``"connection"`` or ``"refused"``). Whoever raised it left the
     history unchanged, so no step is lost.
+
+    >>> err = SummaryError("the summary call timed out 3 times: retry later", attempts=3, reason="timeout")
+    >>> err.attempts, err.reason
+    (3, 'timeout')
     """
 
     def __init__(self, message: str, *, attempts: int = 0, reason: str = "") -> None:

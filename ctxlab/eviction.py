@@ -87,7 +87,7 @@ def small_talk(
 
     Small talk is a user or assistant message with no tool calls, at most ``max_tokens``
     tokens (:func:`ctxlab.count_message`), that is not pinned (system messages, the first user
-    message and ``"pinned": True`` ones are: :func:`ctxlab.pinned_indices`) and not in one of
+    message and ``"pinned": True`` ones are: :func:`ctxlab.trimming.pinned_indices`) and not in one of
     the newest ``keep_recent`` turn groups. Tool results and the calls they answer never are.
 
     >>> small_talk([{"role": "system", "content": "s"}, {"role": "user", "content": "Fix #412."},

@@ -179,7 +179,7 @@ class GrowingHistory(Sequence):
             self._group_tokens.append(0)
             self._collecting = role == "assistant" and bool(message.get("tool_calls"))
         group = len(self._starts) - 1
-        pinned = pins_itself(message, self._pin_tool)  # ctxlab.pinned_indices, one message at a time
+        pinned = pins_itself(message, self._pin_tool)  # ctxlab.trimming.pinned_indices, one message at a time
         if role == "user" and not self._first_user_seen:
             pinned = self._first_user_seen = True
         if pinned and group not in self._pinned_set:

@@ -32,7 +32,7 @@ deprecated); keeping everything is the policy ``ctxlab.KeepEverything()`` (the f
 ``keep_everything`` is deprecated).
 
 >>> import ctxlab
->>> layouts = TranscriptLayout(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
+>>> layouts = TranscriptLayout(ctxlab.transcripts.load_transcript("research"), tools=ctxlab.transcripts.load_tools("research"))
 >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
 >>> view = layouts.layout(40, budget, policy=ctxlab.fit)
 >>> [segment.name for segment in view.segments]
@@ -411,7 +411,7 @@ def _read_result(result: Any, label: str) -> _Outcome:
 
 
 def _log_line(entry: Any) -> str:
-    """One line for a decision-log entry: a string, a mapping or a ctxlab.MemoryEvent."""
+    """One line for a decision-log entry: a string, a mapping or a ctxlab.events.MemoryEvent."""
     if isinstance(entry, str):
         return entry
     if isinstance(entry, Mapping):
@@ -510,7 +510,7 @@ def assembler(build: Callable[..., Any] | None = None, **options: Any) -> Callab
     is carried over from the lap before).
 
     >>> import ctxlab
-    >>> layouts = TranscriptLayout(ctxlab.load_transcript("research"), tools=ctxlab.load_tools("research"))
+    >>> layouts = TranscriptLayout(ctxlab.transcripts.load_transcript("research"), tools=ctxlab.transcripts.load_tools("research"))
     >>> budget = ctxlab.ContextBudget(window=14_000, reserve_output=2_000, scratchpad_max=600)
     >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
     >>> view = layouts.layout(40, budget, policy=assembler(), scratchpad=pad)
@@ -895,7 +895,7 @@ class TranscriptLayout:
     assistant message.
 
     >>> import ctxlab
-    >>> layouts = TranscriptLayout(ctxlab.load_transcript("refund"), tools=ctxlab.load_tools("refund"))
+    >>> layouts = TranscriptLayout(ctxlab.transcripts.load_transcript("refund"), tools=ctxlab.transcripts.load_tools("refund"))
     >>> layouts.laps, len(layouts.prompt(1)), layouts.step(3)
     (9, 2, 3)
     >>> budget = ContextBudget(window=3_000, reserve_output=500)
@@ -986,7 +986,7 @@ class TranscriptLayout:
 
 
 __getattr__ = retired(__name__, {
-    "WindowReplay": ("TranscriptLayout", "use ctxlab.TranscriptLayout (the same class, renamed: ctxlab.replay is the one replay)"),
+    "WindowReplay": ("TranscriptLayout", "use ctxlab.course.TranscriptLayout (the same class, renamed: ctxlab.replay is the one replay)"),
     "keep_everything": ("_keep_everything", "use the policy ctxlab.KeepEverything(), which the window layout and "
                         "ctxlab.replay both take (or policy=None)"),
 }, globals())

@@ -1,4 +1,4 @@
-"""Draw a :class:`ctxlab.WindowLayout` as self-contained HTML: the picture the widget shows.
+"""Draw a :class:`ctxlab.layout.WindowLayout` as self-contained HTML: the picture the widget shows.
 
 The HTML uses inline styles only (no script, no style sheet, no web fonts), so the same
 picture works inside the live widget, in a saved notebook, in ``jupyter nbconvert --to html``
@@ -6,7 +6,7 @@ output and in nbgrader feedback. Hovering a block shows its message (the ``title
 attribute); the root element carries ``data-*`` attributes that tests and tools can read.
 
 >>> import ctxlab
->>> view = ctxlab.layout_window([{"role": "user", "content": "Hello!"}],
+>>> view = ctxlab.layout.layout_window([{"role": "user", "content": "Hello!"}],
 ...                             ctxlab.ContextBudget(window=100, reserve_output=20))
 >>> html = render_layout_html(view)
 >>> html.startswith('<div class="ctxlab-window"'), 'data-over-budget="false"' in html
@@ -352,7 +352,7 @@ def render_layout_html(layout: WindowLayout) -> str:
     >>> import ctxlab
     >>> prompt = [{"role": "user", "content": "Find the bug."}] + [
     ...     {"role": "assistant", "content": "looking " * 200, "step": k} for k in (1, 2)]
-    >>> view = ctxlab.layout_window(prompt, ctxlab.ContextBudget(window=300, reserve_output=50))
+    >>> view = ctxlab.layout.layout_window(prompt, ctxlab.ContextBudget(window=300, reserve_output=50))
     >>> html = render_layout_html(view)
     >>> "OVER BUDGET" in html, html.count('class="ctxlab-block"')
     (True, 3)

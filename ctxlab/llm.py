@@ -211,8 +211,8 @@ class OfflineSummariser:
     """A deterministic summariser with the openai client's interface, for offline work.
 
     ``client.chat.completions.create(model=..., messages=..., temperature=...)`` reads the
-    compaction prompt in the last user message (the format of :func:`ctxlab.compaction_prompt`
-    and :func:`ctxlab.render_steps`) and answers with the summary a careful model would write,
+    compaction prompt in the last user message (the format of :func:`ctxlab.summarising.compaction_prompt`
+    and :func:`ctxlab.summarising.render_steps`) and answers with the summary a careful model would write,
     built by rules instead of judgement:
 
     * FACTS: from each tool result, its first two lines (for JSON, its short top-level fields) and
@@ -329,7 +329,7 @@ def _sync_create(client: Any) -> Callable[..., Any]:
         raise TypeError(
             f"the client must have the openai interface, client.chat.completions.create(...); "
             f"got {type(client).__name__}. Use ctxlab.get_client(), openai.OpenAI(...) or "
-            "ctxlab.ScriptedClient([...])"
+            "ctxlab.llm.ScriptedClient([...])"
         )
     if inspect.iscoroutinefunction(create) or type(client).__name__.startswith("Async"):
         raise TypeError(_ASYNC_CLIENT)

@@ -101,7 +101,7 @@ class MessageChecker:
     do, and the API accepts them).
 
     :func:`message_problems` runs one over a whole list; an agent whose history only grows can
-    keep one and check each new message once (:class:`ctxlab.GrowingHistory` does).
+    keep one and check each new message once (:class:`ctxlab.history.GrowingHistory` does).
     ``check`` returns the problems of one message; ``finish`` those of calls left unanswered.
     ``fork`` gives a trial copy whose ``commit`` makes its messages count, so a batch can be
     checked without changing anything when it turns out bad.
@@ -249,7 +249,7 @@ def _not_a_dict(message: Any) -> str:
     if hasattr(message, "model_dump"):
         return (
             f"expected a dict, got the SDK object {name}; convert it with "
-            "ctxlab.as_message(message) (or message.model_dump(exclude_none=True))"
+            "ctxlab.messages.as_message(message) (or message.model_dump(exclude_none=True))"
         )
     return f"expected a dict, got {name}"
 
@@ -323,7 +323,7 @@ def validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
     ``annotations``, ``function_call``, any of them ``None``), a call id used again by a later
     assistant message, and the course keys ``step`` and ``pinned``. Whatever it accepts,
     :func:`ctxlab.count_messages` can count. SDK objects are refused with the fix
-    (:func:`ctxlab.as_messages` converts them).
+    (:func:`ctxlab.messages.as_messages` converts them).
 
     >>> validate_messages([{"role": "user", "content": "hi"}, {"role": "assistant"}])
     >>> validate_messages([{"role": "user", "content": ["hi"]}])

@@ -1,6 +1,6 @@
 """The offline summariser's rules: the summary a careful model would write, made by code.
 
-:class:`ctxlab.OfflineSummariser` answers a compaction prompt (:func:`ctxlab.compaction_prompt`)
+:class:`ctxlab.OfflineSummariser` answers a compaction prompt (:func:`ctxlab.summarising.compaction_prompt`)
 with :func:`offline_summary`: facts from the tool results, the assistant's decisions and
 questions, every failure with its laps, the user's words verbatim, the previous summary folded
 in, and, when the prompt states a cap, the result cut to it (:func:`ctxlab.summary_format.bound_summary`).

@@ -9,7 +9,7 @@ judgement. A message gets there in one of two ways:
   (:func:`pin_tool_schema`) and the call on the record is the pin, with no mark to add.
 
 Either way the message and its turn group (the call's results) are pinned exactly alike
-(:func:`ctxlab.pinned_indices` is the one rule; :func:`ctxlab.fit`, :func:`ctxlab.build_context`
+(:func:`ctxlab.trimming.pinned_indices` is the one rule; :func:`ctxlab.fit`, :func:`ctxlab.build_context`
 and the trimmers all use it): never dropped, never summarised, copied forward verbatim in the
 pinned head above the summary on every lap. An explicit ``"pinned": False`` on a pin call takes
 it out of the pinned list (a reversed decision, a pin the model got wrong).

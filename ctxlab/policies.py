@@ -20,7 +20,7 @@ each lap is assembled afresh. One name per idea: keeping everything is :class:`K
 "summarise", :func:`ctxlab.trim_and_summarise` lap after lap.
 
 >>> import ctxlab
->>> research = ctxlab.load_transcript("research")
+>>> research = ctxlab.transcripts.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
 >>> prompt = TruncateOldest()(research[:60], lap=30, budget=budget)
 >>> prompt[0]["role"], any(m["content"] == research[1]["content"] for m in prompt)
@@ -200,14 +200,14 @@ class Assemble(Policy):
 
     Pins (system prompt, the task, every user message), one roll-up summary of what is cut,
     tool results compressed by age, and a :class:`ctxlab.Scratchpad` kept by code
-    (:func:`ctxlab.update_scratchpad` after every tool result) rendered last. Its goal is the
+    (:func:`ctxlab.scratchpad.update_scratchpad` after every tool result) rendered last. Its goal is the
     first paragraph of the first user message (or ``goal``). Trims are high/low water: down
     to ``low_water`` of the allowance when over it (``low_water=1`` trims just enough on every
     lap). ``name`` labels it in tables and plots. The other options are
     :func:`ctxlab.build_context`'s; as there, the small-talk stage of eviction is off unless
-    asked for (``small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS``), since a short user
+    asked for (``small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS``), since a short user
     instruction may be a constraint. A call of the pin tool (``pin_tool``, by default
-    :data:`ctxlab.PIN_TOOL`; ``None`` recognises none) is pinned with its results, as there.
+    :data:`ctxlab.pins.PIN_TOOL`; ``None`` recognises none) is pinned with its results, as there.
 
     >>> Assemble(low_water=1.0).name
     'pins + summary + scratchpad + age compression (trim every lap)'

@@ -15,7 +15,7 @@ append to the prompt, or ``None`` when no re-plan is due. In a loop::
     context = ctxlab.build_context(record, budget, scratchpad=pad, state=state, client=client)
     state = context.state
     messages = context.messages
-    replan = ctxlab.replan_after(pad, context.log)  # None on most laps
+    replan = ctxlab.replanning.replan_after(pad, context.log)  # None on most laps
     if replan is not None:
         messages = messages + [replan]  # this lap only: it is not added to the record
     reply = client.chat.completions.create(model=model, messages=messages)
@@ -57,7 +57,7 @@ REPLAN_HEADER = (
 """The first line of a re-plan message, so a reader (or a test) can tell it apart."""
 
 REPLAN_KINDS = ("trim", "summarise", "summary_failed")
-"""The memory events that take messages out of the history (see :data:`ctxlab.EVENT_KINDS`).
+"""The memory events that take messages out of the history (see :data:`ctxlab.events.EVENT_KINDS`).
 A ``compress`` event only shrinks tool results in place: every call and result is still
 there, so it never calls for a re-plan."""
 
@@ -79,7 +79,7 @@ def replan_due(
 ) -> MemoryEvent | Mapping[str, Any] | None:
     """The first event that calls for a re-plan, or ``None`` when none does.
 
-    ``events`` are :class:`ctxlab.MemoryEvent` objects (a :class:`ctxlab.MemoryLog`, or
+    ``events`` are :class:`ctxlab.events.MemoryEvent` objects (a :class:`ctxlab.MemoryLog`, or
     ``context.log``) or plain dicts with the same keys (``MemoryLog.rows()``). An event calls
     for a re-plan when its ``kind`` is one of :data:`REPLAN_KINDS` and it took out at least
     ``min_share`` of its ``tokens_before``. Every event is looked at, not only the last one

@@ -23,8 +23,8 @@ several runs side by side.
 >>> from ctxlab.policies import KeepEverything
 >>> result = replay("refund", KeepEverything(),
 ...                        budget=ctxlab.ContextBudget(window=16_000, reserve_output=2_000))
->>> len(result.laps), result.laps[-1].billed == ctxlab.billed_input(
-...     ctxlab.load_transcript("refund"), ctxlab.load_tools("refund"))
+>>> len(result.laps), result.laps[-1].billed == ctxlab.budget.billed_input(
+...     ctxlab.transcripts.load_transcript("refund"), ctxlab.transcripts.load_tools("refund"))
 (9, True)
 >>> result.survived()
 {'goal': True, 'failure': True}

@@ -276,7 +276,7 @@ def _parse(result: Any) -> Any:
 
 
 def _failure(result: Any) -> str | None:
-    """How ``result`` says its call failed (:func:`ctxlab.failure_of`, the rule the summaries
+    """How ``result`` says its call failed (:func:`ctxlab.summarising.failure_of`, the rule the summaries
     use too), cut to :data:`REASON_CHARS`; ``None`` for a success."""
     from .summarising import failure_of
 
@@ -338,7 +338,7 @@ def update_scratchpad(
 
     * A failure goes under DO NOT RETRY, keyed by the call's name and canonical arguments:
       the same failing call is recorded once, however often it fails. A result is a failure
-      by the rule of :func:`ctxlab.failure_of` (an object with a truthy ``"error"``, or
+      by the rule of :func:`ctxlab.summarising.failure_of` (an object with a truthy ``"error"``, or
       ``"ok": false``, or text that starts with ``Error`` or a traceback), the rule the
       summaries use too.
     * A success adds one short line to DONE (the call and the gist of its result, never the

@@ -170,7 +170,7 @@ class TrajectoryStore:
         """The reference of a tool result, storing it first if it is not stored yet.
 
         Idempotent: a result already stored under its ``tool_call_id`` returns its reference.
-        Raises :class:`ctxlab.StoreError` when the stored result differs (a compressed view
+        Raises :class:`ctxlab.errors.StoreError` when the stored result differs (a compressed view
         must never replace the full result).
 
         >>> with TrajectoryStore(run="r") as store:
@@ -211,7 +211,7 @@ class TrajectoryStore:
     def ref_for(self, tool_call_id: str) -> str:
         """The reference of the stored result of a tool call.
 
-        Raises :class:`ctxlab.ReferenceNotFound` when that call's result is not stored.
+        Raises :class:`ctxlab.errors.ReferenceNotFound` when that call's result is not stored.
 
         >>> with TrajectoryStore(run="r") as store:
         ...     _ = store.append({"role": "tool", "tool_call_id": "c1", "content": "ok"})
@@ -230,7 +230,7 @@ class TrajectoryStore:
     def resolve(self, ref: str) -> dict[str, Any]:
         """The full message a reference names, exactly as it was stored (a fresh copy).
 
-        Raises :class:`ctxlab.ReferenceNotFound` for a malformed or unknown reference.
+        Raises :class:`ctxlab.errors.ReferenceNotFound` for a malformed or unknown reference.
 
         >>> with TrajectoryStore(run="r") as store:
         ...     store.resolve("r#4")

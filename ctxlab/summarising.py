@@ -21,7 +21,7 @@ everything that summarises goes through it: :func:`trim_and_summarise` (a histor
 one summary), the policy :class:`ctxlab.Summarise` (that, lap after lap), and
 :func:`ctxlab.build_context` and :class:`ctxlab.HighLowTrimmer` when given a ``client``. The
 client is what writes the text (:func:`ctxlab.get_client`: a real model, or the offline
-:class:`ctxlab.OfflineSummariser`); :func:`ctxlab.complete` is one request with a retry, not a
+:class:`ctxlab.OfflineSummariser`); :func:`ctxlab.llm.complete` is one request with a retry, not a
 way to summarise. The offline rules themselves (``offline_summary``) are internal
 (:mod:`ctxlab.offline`): use the client.
 
@@ -219,7 +219,7 @@ def compact(
 
     One request through ``client`` (any client with the openai interface: see
     :func:`ctxlab.get_client`) at temperature 0, with the prompt of :func:`compaction_prompt`
-    as a single user message, retried as :func:`ctxlab.complete` does. With nothing dropped
+    as a single user message, retried as :func:`ctxlab.llm.complete` does. With nothing dropped
     it returns ``prior_summary`` unchanged (``""`` without one) and calls nothing.
 
     With ``max_tokens`` the summary is bounded: the prompt states the cap; a reply over it is
@@ -232,13 +232,13 @@ def compact(
     the caller still has ``dropped``.
 
     >>> import ctxlab
-    >>> client = ctxlab.ScriptedClient(["FACTS:\\n- [search_logs, lap 3] lock timeout 55P03"])
+    >>> client = ctxlab.llm.ScriptedClient(["FACTS:\\n- [search_logs, lap 3] lock timeout 55P03"])
     >>> compact(client, [{"role": "assistant", "content": "Next: pgbouncer.", "step": 9}], "FACTS:\\n- earlier")
     'FACTS:\\n- [search_logs, lap 3] lock timeout 55P03'
     >>> request = client.requests[0]
     >>> request["temperature"], "FACTS:\\n- earlier" in request["messages"][0]["content"]
     (0, True)
-    >>> long = compact(ctxlab.OfflineSummariser(), ctxlab.load_transcript("research")[2:80], max_tokens=300)
+    >>> long = compact(ctxlab.OfflineSummariser(), ctxlab.transcripts.load_transcript("research")[2:80], max_tokens=300)
     >>> summary_tokens(long) <= 300
     True
     """

@@ -212,7 +212,7 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     ('cl100k_base', [2196, 3321])
 
     ``cl100k_base`` (gpt-4, gpt-3.5) and ``o200k_base`` (the gpt-4o family) load offline.
-    Raises :class:`ctxlab.EncodingUnavailable` when the rank file cannot be had, for example
+    Raises :class:`ctxlab.errors.EncodingUnavailable` when the rank file cannot be had, for example
     ``encoding("p50k_base")`` on a machine with no network and no cached copy.
     """
     if name in _OFFLINE_SOURCES and not _seed_tiktoken_cache(name):
@@ -283,7 +283,7 @@ def _message_tokens(
     """The formula for one message, with ``encode`` a text -> token count function."""
     if not isinstance(message, Mapping):
         hint = (
-            "; convert it with ctxlab.as_message(...) (model_dump(exclude_none=True))"
+            "; convert it with ctxlab.messages.as_message(...) (model_dump(exclude_none=True))"
             if hasattr(message, "model_dump") else ""
         )
         raise MessageError(

@@ -39,7 +39,7 @@ PINNED_ROLES = ("system", "developer")
 def pins_itself(message: Message, pin_tool: str | None = PIN_TOOL) -> bool:
     """True when ``message`` is pinned wherever it stands in the record: a system or developer
     message, a message marked ``"pinned": True``, or a call of the pin tool ``pin_tool``
-    (:data:`ctxlab.PIN_TOOL`) not marked ``"pinned": False``. The rest of the rule (the first
+    (:data:`ctxlab.pins.PIN_TOOL`) not marked ``"pinned": False``. The rest of the rule (the first
     user message) depends on position: :func:`pinned_indices`.
 
     >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": "{}"}}
@@ -60,7 +60,7 @@ def pinned_indices(messages: Sequence[Message], *, pin_tool: str | None = PIN_TO
 
     System (and developer) messages, the first user message (the task), any message marked
     ``"pinned": True``, and any assistant message that calls the pin tool ``pin_tool``
-    (:data:`ctxlab.PIN_TOOL`; ``None`` recognises none), unless it is marked ``"pinned": False``
+    (:data:`ctxlab.pins.PIN_TOOL`; ``None`` recognises none), unless it is marked ``"pinned": False``
     (:mod:`ctxlab.pins`). Whoever keeps a pinned message keeps its whole turn group: a pin
     call's results are kept with it.
 

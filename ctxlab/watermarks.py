@@ -64,7 +64,7 @@ class HighLowTrimmer:
 
     >>> import ctxlab
     >>> trimmer = HighLowTrimmer(high=8_000, low=5_000)
-    >>> prompt = trimmer(ctxlab.load_transcript("research")[:31])
+    >>> prompt = trimmer(ctxlab.transcripts.load_transcript("research")[:31])
     >>> trimmer.trims, len(trimmer.log), trimmer.log[0].kind
     (1, 1, 'trim')
     """
@@ -194,7 +194,7 @@ def count_trims(
     """How many times a :class:`HighLowTrimmer` trims when ``history`` is replayed lap by lap.
 
     >>> import ctxlab
-    >>> research = ctxlab.load_transcript("research")
+    >>> research = ctxlab.transcripts.load_transcript("research")
     >>> count_trims(research, high=12_000, low=6_000), count_trims(research, high=6_500, low=6_000)
     (5, 17)
     """

@@ -8,7 +8,7 @@ turn group and marked when pinned, dropped, summarised or compressed. Hover a bl
 it. Sliders set the window, the reserved output, the scratchpad cap, keep-recent and the lap;
 buttons pick the policy.
 
-The picture is plain HTML (``ctxlab.render_layout_html``), so it needs no browser extension
+The picture is plain HTML (``ctxlab.layout_html.render_layout_html``), so it needs no browser extension
 beyond ipywidgets, and a notebook saved, converted to HTML or returned as feedback still shows
 it: displaying the widget also writes a static copy of the picture, kept up to date as the
 controls move, which hides itself wherever the live widget is showing.
@@ -113,8 +113,8 @@ class WindowWidget(ipw.VBox):
     The controls are attributes, so code (and tests) can move them: ``window``,
     ``reserve_output``, ``scratchpad_max``, ``keep_recent``, ``lap`` (with ``play``),
     ``policy`` and ``reader`` (the message shown in full). ``current_layout`` is the
-    :class:`ctxlab.WindowLayout` on show, ``picture`` the HTML widget that draws it,
-    ``layouts`` the :class:`ctxlab.TranscriptLayout` behind it, ``policies`` the policies by label.
+    :class:`ctxlab.layout.WindowLayout` on show, ``picture`` the HTML widget that draws it,
+    ``layouts`` the :class:`ctxlab.layout.TranscriptLayout` behind it, ``policies`` the policies by label.
 
     >>> w = WindowWidget("refund", window=4_000, reserve_output=500)
     >>> w.policy.options

@@ -5102,8 +5102,8 @@ use the reserved `.example` domain and DOIs the `10.5555` test prefix.
 | `transcripts.json` | the manifest: title, description, lessons, laps, message count, tool names, probes, measured tokens |
 | `make_transcripts.py` | the generator; `python data/make_transcripts.py` rewrites every file here |
 
-Load them with `ctxlab.load_transcript(name)`, `ctxlab.load_tools(name)` and
-`ctxlab.transcript_info(name)`.
+Load them with `ctxlab.course.load_transcript(name)`, `ctxlab.course.load_tools(name)` and
+`ctxlab.course.transcript_info(name)`.
 
 ## Message schema
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.scratchpad import is_scratchpad_message
 from ctxlab.summarising import is_summary
 from ctxlab.transcripts import repeat_laps
@@ -25,7 +26,7 @@ BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_ma
 @functools.cache
 def long_run(laps: int) -> tuple[dict, ...]:
     """The research transcript's laps repeated with fresh ids, its constraint marked pinned."""
-    run = repeat_laps(ctxlab.load_transcript("research"), laps)
+    run = repeat_laps(ctxlab.course.load_transcript("research"), laps)
     at = next(i for i, m in enumerate(run) if CONSTRAINT in (m.get("content") or ""))
     run[at] = {**run[at], "pinned": True}
     return tuple(run)
@@ -36,7 +37,7 @@ def pad():
 
 
 COUNTER = ctxlab.TokenCounter()  # the same counts as count_messages, each distinct message encoded once
-TOOL_TOKENS = ctxlab.count_tools(ctxlab.load_tools("research"))
+TOOL_TOKENS = ctxlab.count_tools(ctxlab.course.load_tools("research"))
 
 
 def check_lap(context, record, budget, scratchpad):
@@ -50,17 +51,17 @@ def check_lap(context, record, budget, scratchpad):
         assert COUNTER.message(summaries[0]) <= budget.summary_cap
         assert context.allocation.summary == COUNTER.message(summaries[0])
     assert messages[-1] == scratchpad.message(max_tokens=budget.scratchpad_max)
-    assert messages[-2] == ctxlab.strip_course_keys([record[-1]])[0]  # the newest message, last
+    assert messages[-2] == ctxlab.course.strip_course_keys([record[-1]])[0]  # the newest message, last
     task = next(m for m in record if m["role"] == "user")
     pinned = [m for m in record if m.get("pinned")]
     for message in [task, *pinned]:  # the pinned list, verbatim, on every lap
-        assert ctxlab.strip_course_keys([message])[0] in messages
+        assert ctxlab.course.strip_course_keys([message])[0] in messages
     assert not any(is_scratchpad_message(m) for m in messages[:-1])
 
 
 def test_a_thousand_laps_each_in_budget_with_a_bounded_summary():
     run = long_run(1_000)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
     scratchpad = pad()
     summaries = 0
     for index in ctxlab.model_calls(run):
@@ -73,10 +74,10 @@ def test_a_thousand_laps_each_in_budget_with_a_bounded_summary():
 
 def test_the_assembler_gives_what_build_context_gives():
     run = long_run(150)
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
     assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
-    state, counter = ctxlab.AssemblyState(), ctxlab.TokenCounter()
+    state, counter = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter()
     seen = 0
     for index in ctxlab.model_calls(run):
         step = run[index]["step"]
@@ -95,10 +96,10 @@ def _same_laps(run, budget, *, laps, steps=None, **options):
     """Assembler and build_context with the state carried, lap after lap: the same prompts,
     tokens, state, allocation, dropped messages and log events on every lap. Returns the last
     lap's prompt (``None`` when a lap cannot fit)."""
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     client = options.pop("client", None)
     assembler = ctxlab.Assembler(budget, tools=tools, client=client, **options)
-    state, counter, seen, last = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0, None
+    state, counter, seen, last = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter(), 0, None
     for lap, index in enumerate(ctxlab.model_calls(run)[:laps]):
         step = None if steps is None else steps[lap % len(steps)]
         try:
@@ -167,7 +168,7 @@ PIN_VARIANTS = {  # how each pin-call group is made: pin_call_group's options
 }
 
 
-def pin_call_group(text, *, call_id, step, name=ctxlab.PIN_TOOL, siblings=0, pinned=None):
+def pin_call_group(text, *, call_id, step, name=ctxlab.pins.PIN_TOOL, siblings=0, pinned=None):
     """An assistant message calling the pin tool ``name`` (among ``siblings`` other calls) and
     its results, each long enough to be compressed by age unless the group is pinned."""
     arguments = json.dumps({"text": text, "kind": "constraint"})
@@ -205,11 +206,11 @@ def _pinned_by(group, pin_tool):
 
 
 def _verbatim(group, prompt):
-    needle = ctxlab.strip_course_keys(group)
+    needle = ctxlab.course.strip_course_keys(group)
     return any(prompt[i:i + len(needle)] == needle for i in range(len(prompt) - len(needle) + 1))
 
 
-@pytest.mark.parametrize("pin_tool", [ctxlab.PIN_TOOL, "remember", None])
+@pytest.mark.parametrize("pin_tool", [ctxlab.pins.PIN_TOOL, "remember", None])
 def test_the_assembler_keeps_pin_calls_like_build_context(pin_tool):
     """Pin calls alone, among parallel calls, marked "pinned": False, and of another tool's
     name: the same prompts, state and events as build_context on every lap of a long run, and
@@ -226,7 +227,7 @@ def test_the_assembler_keeps_pin_calls_like_build_context(pin_tool):
 def test_the_assemble_policy_passes_its_pin_tool_on():
     run, groups = with_pin_calls(long_run(40), {3: "alone", 8: "custom"})
     budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
-    for pin_tool in (ctxlab.PIN_TOOL, "remember", None):
+    for pin_tool in (ctxlab.pins.PIN_TOOL, "remember", None):
         policy = ctxlab.Assemble(ctxlab.OfflineSummariser(), pin_tool=pin_tool, keep_full_for=1)
         for index in ctxlab.model_calls(run):
             prompt = policy(run[:index], lap=run[index]["step"], budget=budget)
@@ -237,7 +238,7 @@ def test_the_assemble_policy_passes_its_pin_tool_on():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     variants=st.dictionaries(st.integers(0, 39), st.sampled_from(sorted(PIN_VARIANTS)), max_size=5),
-    pin_tool=st.sampled_from([ctxlab.PIN_TOOL, "remember", None]),
+    pin_tool=st.sampled_from([ctxlab.pins.PIN_TOOL, "remember", None]),
     window=st.integers(6_000, 16_000),
     keep_full_for=st.integers(0, 3),
     keep_recent=st.integers(1, 3),
@@ -278,15 +279,15 @@ def test_errors_never_report_a_negative_allowance():
 
 
 def test_the_compaction_trap_and_the_pinned_list_measured_in_replay():
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     at = next(i for i, m in enumerate(research) if CONSTRAINT in (m.get("content") or ""))
     pinned = [*research[:at], {**research[at], "pinned": True}, *research[at + 1:]]
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=800, summary_max=150)
-    probes = ctxlab.transcript_info("research")["probes"]
+    probes = ctxlab.course.transcript_info("research")["probes"]
     kept = {}
     for name, record in (("in the summary only", research), ("pinned", pinned)):
         policy = ctxlab.Assemble(ctxlab.OfflineSummariser(), pin_user_messages=False)
-        result = ctxlab.replay(record, policy, budget=budget, tools=ctxlab.load_tools("research"), probes=probes)
+        result = ctxlab.replay(record, policy, budget=budget, tools=ctxlab.course.load_tools("research"), probes=probes)
         assert result.log.count("summarise") >= 1
         kept[name] = result.survived()["constraint"]
     assert kept == {"in the summary only": False, "pinned": True}
@@ -315,10 +316,10 @@ def test_a_scratchpad_changed_between_laps_is_rendered_again():
     (a new fact, a done step, a failure), a field replaced, and a pad that sheds lines all give
     build_context's prompt and its scratchpad event."""
     run = list(long_run(30))
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=120, summary_max=600)
     assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
-    state, counter, seen = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0
+    state, counter, seen = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter(), 0
     scratchpad = pad()
     for lap, index in enumerate(ctxlab.model_calls(run)[:40]):
         if lap % 3 == 1:
@@ -402,7 +403,7 @@ def test_a_dropped_assembler_is_freed_at_once_not_by_the_garbage_collector(clien
     caches then: a cycle would leave them to a full collection, which frees them all during
     some later, unrelated call (about 200 ms for a 10,000-message run)."""
     run = long_run(120)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"),
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"),
                                  client=ctxlab.OfflineSummariser() if client else None)
     for i in ctxlab.model_calls(run):  # fast laps from the kept window, and laps that cut
         context = assembler.context(run[:i], scratchpad=pad(), step=run[i]["step"])
@@ -422,7 +423,7 @@ def test_compress_events_of_two_laps_share_no_entries():
     """The compress event's entries are made once per change and copied each lap: an entry
     changed by a reader of one lap's event is not the next lap's."""
     run = long_run(40)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
     calls = ctxlab.model_calls(run)
     assembler.context(run[:calls[30]], scratchpad=pad())
     (first,) = [e for e in assembler.log if e.kind == "compress"][-1:]
@@ -436,12 +437,12 @@ def test_compress_events_of_two_laps_share_no_entries():
 def test_a_lap_that_does_not_cut_lists_the_dropped_messages_without_copying_the_record():
     run = long_run(150)
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
-    assembler = ctxlab.Assembler(budget, tools=ctxlab.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(budget, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
     views = 0
     for index in ctxlab.model_calls(run):
         context = assembler.context(run[:index], scratchpad=pad(), step=run[index]["step"])
         dropped = context.dropped
-        if isinstance(dropped, ctxlab.MessageRuns):  # a lap that did not cut: a view of the record
+        if isinstance(dropped, ctxlab.history.MessageRuns):  # a lap that did not cut: a view of the record
             views += 1
             assert not hasattr(dropped, "append") and not hasattr(dropped, "__setitem__")
             where = {id(m): i for i, m in enumerate(run[:index])}
@@ -494,10 +495,10 @@ def test_editing_every_part_of_a_prompt_never_reaches_a_later_lap_or_the_record(
     prompts equal to build_context's, and the record and the log's messages as they were."""
     run = _with_parts_and_parallel_calls(long_run(60))
     pristine = copy.deepcopy(run)
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
     assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
-    state, counter, seen = ctxlab.AssemblyState(), ctxlab.TokenCounter(), 0
+    state, counter, seen = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter(), 0
     for lap, index in enumerate(ctxlab.model_calls(run)):
         want = ctxlab.build_context(pristine[:index], budget, tools=tools, scratchpad=pad(), state=state,
                                     client=ctxlab.OfflineSummariser(), count=counter.message)

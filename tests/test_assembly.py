@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.assembly import AssemblyState, build_context
 from ctxlab.compression import stub_reference
 from ctxlab.events import MemoryLog
@@ -20,7 +21,7 @@ BUDGET = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_ma
 
 def research_until(lap):
     """The research record before the model call of ``lap``."""
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     index = next(i for i, m in enumerate(research) if m["role"] == "assistant" and m["step"] == lap)
     return research[:index]
 
@@ -37,7 +38,7 @@ def check_invariants(context, history, budget, tools=None, scratchpad=None):
         assert sum(map(is_scratchpad_message, messages)) == 1
     assert ctxlab.pairs_ok(messages)
     ctxlab.validate_messages(messages)
-    assert all(not (ctxlab.COURSE_KEYS & m.keys()) for m in messages)
+    assert all(not (ctxlab.course.COURSE_KEYS & m.keys()) for m in messages)
     assert sum(map(is_summary, messages)) <= 1
     assert context.tokens == ctxlab.count_messages(messages) + ctxlab.count_tools(tools)
     assert context.tokens <= budget.input_limit
@@ -49,14 +50,14 @@ def check_invariants(context, history, budget, tools=None, scratchpad=None):
 
 def test_static_first_summary_once_scratchpad_last():
     history = research_until(30)
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     context = build_context(history, BUDGET, tools=tools, scratchpad=pad(), client=ctxlab.OfflineSummariser())
     check_invariants(context, history, BUDGET, tools, pad())
     roles = [m["role"] for m in context.messages]
     summary_at = next(i for i, m in enumerate(context.messages) if is_summary(m))
     assert roles[:2] == ["system", "user"] and summary_at == 2  # the task is pinned above it, nothing else
     assert context.messages[1]["content"] == history[1]["content"]
-    assert context.messages[-2] == ctxlab.strip_course_keys([history[-1]])[0]  # the newest message is kept
+    assert context.messages[-2] == ctxlab.course.strip_course_keys([history[-1]])[0]  # the newest message is kept
     assert context.summary and context.summary in context.messages[summary_at]["content"]
     assert "published in 2021 or later" in context.summary  # the unpinned constraint was folded in
 
@@ -78,7 +79,7 @@ def test_what_is_pinned_goes_above_the_summary_in_record_order():
 def test_what_fits_is_sent_whole_except_old_results():
     history = research_until(4)
     context = build_context(history, BUDGET, scratchpad=pad())
-    assert context.messages[:-1] == ctxlab.strip_course_keys(history)
+    assert context.messages[:-1] == ctxlab.course.strip_course_keys(history)
     assert context.dropped == [] and context.state == AssemblyState()
     assert [e.kind for e in context.log] == ["assemble"]
 
@@ -86,7 +87,7 @@ def test_what_fits_is_sent_whole_except_old_results():
 def test_without_a_scratchpad_the_history_is_last():
     history = research_until(3)
     context = build_context(history, BUDGET)
-    assert context.messages == ctxlab.strip_course_keys(history)
+    assert context.messages == ctxlab.course.strip_course_keys(history)
 
 
 def test_old_results_are_compressed_and_can_be_stubbed_with_a_store():
@@ -107,11 +108,11 @@ def test_old_results_are_compressed_and_can_be_stubbed_with_a_store():
 
 @pytest.mark.parametrize("window", [6_000, 9_000, 20_000])
 def test_every_lap_fits_and_state_rolls_the_summary_up(window):
-    research = ctxlab.load_transcript("research")
-    tools = ctxlab.load_tools("research")
+    research = ctxlab.course.load_transcript("research")
+    tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=window, reserve_output=1_500, scratchpad_max=500)
     state, log, summaries = AssemblyState(), MemoryLog(), []
-    client = ctxlab.ScriptedClient(default="FACTS:\n- a short summary")
+    client = ctxlab.course.ScriptedClient(default="FACTS:\n- a short summary")
     for index in ctxlab.model_calls(research):
         history = research[:index]
         context = build_context(history, budget, tools=tools, scratchpad=pad(), state=state,
@@ -132,7 +133,7 @@ def test_the_whole_prompt_never_exceeds_the_input_limit_even_with_large_pins():
     budget = ctxlab.ContextBudget(window=9_000, reserve_output=1_000, scratchpad_max=400)
     context = build_context(history, budget, scratchpad=pad(), client=ctxlab.OfflineSummariser())
     check_invariants(context, history, budget, scratchpad=pad())
-    assert ctxlab.strip_course_keys([history[5]])[0] in context.messages
+    assert ctxlab.course.strip_course_keys([history[5]])[0] in context.messages
 
 
 def test_a_budget_that_cannot_work_is_refused_with_the_numbers():
@@ -147,7 +148,7 @@ def test_a_budget_that_cannot_work_is_refused_with_the_numbers():
 
 
 def test_low_water_trims_less_often_than_trimming_every_lap():
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600)
     trims = {}
     for low_water in (0.5, 1.0):
@@ -215,7 +216,7 @@ def test_the_small_talk_stage_is_off_unless_asked_for():
     tight = ctxlab.ContextBudget(window=build_context(record, BUDGET).tokens + 2_000 - 3, reserve_output=2_000)
     default = build_context(record, tight, client=ctxlab.OfflineSummariser())
     assert not default.log.filter("small_talk") and default.log.filter("summarise")
-    on = build_context(record, tight, client=ctxlab.OfflineSummariser(), small_talk_tokens=ctxlab.SMALL_TALK_MAX_TOKENS)
+    on = build_context(record, tight, client=ctxlab.OfflineSummariser(), small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS)
     assert [m["content"] for m in on.log.messages("small_talk")] == ["Do not touch the payments module."]
 
 
@@ -264,7 +265,7 @@ def records(draw):
 def test_any_record_gives_a_valid_prompt_in_budget_or_a_budget_error(history, window, low_water, with_client, keep_full_for):
     budget = ctxlab.ContextBudget(window=window, reserve_output=200, scratchpad_max=150)
     scratchpad = ctxlab.Scratchpad(goal="Answer the task", done=["a", "b"])
-    client = ctxlab.ScriptedClient(default="FACTS:\n- folded") if with_client else None
+    client = ctxlab.course.ScriptedClient(default="FACTS:\n- folded") if with_client else None
     try:
         context = build_context(history, budget, scratchpad=scratchpad, client=client, low_water=low_water,
                                 keep_full_for=keep_full_for)
@@ -275,9 +276,9 @@ def test_any_record_gives_a_valid_prompt_in_budget_or_a_budget_error(history, wi
     first_user = next(m for m in history if m["role"] == "user")
     for message in history:  # pins are never dropped: system, the task, what is marked pinned
         if message["role"] == "system" or message is first_user or message.get("pinned"):
-            assert ctxlab.strip_course_keys([message])[0] in sent
+            assert ctxlab.course.strip_course_keys([message])[0] in sent
     newest_sent = [m for m in sent if not is_scratchpad_message(m)][-1]
-    assert newest_sent == ctxlab.strip_course_keys([history[-1]])[0]  # the newest message is last
+    assert newest_sent == ctxlab.course.strip_course_keys([history[-1]])[0]  # the newest message is last
     if context.summary is not None and any(map(is_summary, sent)):
         assert ctxlab.count_message(next(m for m in sent if is_summary(m))) <= budget.summary_cap
     ids = {m.get("tool_call_id") for m in sent} | {c["id"] for m in sent for c in m.get("tool_calls") or []}

@@ -14,10 +14,10 @@ from support.pipeline import REPO, fill, solution_sources
 from autograder.references import answer_names
 from autograder.skipping import cells_to_skip, lesson_cell_sources
 
-SETUP = "import ctxlab\nresearch = ctxlab.load_transcript('research')"
+SETUP = "import ctxlab\nimport ctxlab.course\nresearch = ctxlab.course.load_transcript('research')"
 ANSWER = "def fit(messages, allowance):\n    return ctxlab.fit(messages, allowance)"
 DEMO = "kept, dropped = fit(research, 4_000)\nprint(len(kept))"
-CHECK = "ctxlab.check('fit')"
+CHECK = "ctxlab.course.check('fit')"
 LESSON = [SETUP, ANSWER, DEMO, CHECK]
 OURS = {SETUP, DEMO, CHECK}  # the released notebook's setup, demonstration and check cells
 
@@ -54,7 +54,7 @@ def test_a_demonstration_a_later_learner_cell_reads_runs_and_so_do_the_ones_it_n
 
 
 def test_a_demonstration_that_rebinds_an_answer_name_runs():
-    fallback = "fit = ctxlab.yours_or_reference(fit, ctxlab.fit)"
+    fallback = "fit = ctxlab.course.yours_or_reference(fit, ctxlab.fit)"
     assert 2 not in skipped([SETUP, ANSWER, fallback, CHECK], lesson=OURS | {fallback})
 
 

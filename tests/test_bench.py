@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import ctxlab
+import ctxlab.course
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -93,7 +94,7 @@ def test_seed_approach_keeps_what_fit_keeps_and_its_work_is_predicted(bench, all
     assert ctxlab.pairs_ok(seed.kept) and ctxlab.count_messages(seed.kept) - 3 <= allowance
     assert {id(m) for m in ours} <= ids, "the seed approach must keep every group fit keeps"
     # What the seed approach adds beyond fit is older than the oldest group fit chose freely.
-    pins = {id(history[i]) for i in ctxlab.pinned_indices(history)}
+    pins = {id(history[i]) for i in ctxlab.trimming.pinned_indices(history)}
     free = [i for i, m in enumerate(history) if id(m) in {id(k) for k in ours} - pins]
     extra = [i for i, m in enumerate(history) if id(m) in ids - {id(k) for k in ours}]
     assert not extra or not free or max(extra) < min(free)
@@ -121,7 +122,7 @@ def test_langchain_counts_and_trims_like_ctxlab_where_the_rules_coincide(bench):
     theirs = langchain_trim.to_langchain(history)
     counter = langchain_trim.TiktokenCounter()
     assert [counter([m]) for m in theirs] == [ctxlab.count_message(m) for m in history]
-    pins = {id(history[i]) for i in ctxlab.pinned_indices(history)}
+    pins = {id(history[i]) for i in ctxlab.trimming.pinned_indices(history)}
     for allowance in (2_000, 8_000, 30_000, 10**7):
         kept, _ = langchain_trim.trim(theirs, allowance)
         kept = [history[i] for i in langchain_trim.kept_indices(theirs, kept)]
@@ -161,7 +162,7 @@ def test_run_finds_benchmarks_and_reports_one_that_fails(bench, tmp_path):
 
 
 def test_counter_reuses_counts_and_notices_edits_in_place():
-    history = copy.deepcopy(ctxlab.load_transcript("parallel"))
+    history = copy.deepcopy(ctxlab.course.load_transcript("parallel"))
     counter = ctxlab.TokenCounter()
     assert counter.messages(history) == ctxlab.count_messages(history)
     calls = counter.encoder_calls

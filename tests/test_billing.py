@@ -22,6 +22,7 @@ import pytest
 from support import recordings
 
 import ctxlab
+import ctxlab.course
 
 TOLERANCE = 0.02
 
@@ -247,7 +248,7 @@ def test_the_results_of_parallel_calls_are_read_as_one_message():
                                             {**calls, "tool_calls": calls["tool_calls"][:1]}, results[0]]}
     assert ctxlab.billing.as_rendered(one["messages"])[2] == {"role": "functions.get_weather", "content": pretty}
     assert ctxlab.billing.parallel_results_difference(one["messages"], enc) == 0
-    run = ctxlab.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.load_transcript("parallel"), 1_000))
+    run = ctxlab.course.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.course.load_transcript("parallel"), 1_000))
     groups = sum(1 for m in run if len(m.get("tool_calls") or []) > 1)
     read = ctxlab.billing.as_rendered(run)
     assert groups > 100 and sum(m["role"] == "multi_tool_use.parallel" for m in read) == groups
@@ -320,7 +321,7 @@ def test_histories_straight_from_the_api_and_long_runs_are_counted():
     """SDK dumps (refusal, annotations, audio and function_call set to None or []) count as the
     plain dicts do; an SDK object gets the error that names the fix; a 1,000-lap run is counted
     whole, each tool result authored by its function."""
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     call = _call("c1", name="web_search", arguments="{}")
     plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [call]},
              {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
@@ -332,7 +333,7 @@ def test_histories_straight_from_the_api_and_long_runs_are_counted():
 
     with pytest.raises(ctxlab.MessageError, match="as_message"):
         ctxlab.count_request({"model": "gpt-4o", "messages": [ChatCompletionMessage(role="assistant", content="hi")]})
-    run = ctxlab.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.load_transcript("research"), 1_000))
+    run = ctxlab.course.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.course.load_transcript("research"), 1_000))
     rendered = ctxlab.billing.as_rendered(run)
     assert not any(m["role"] == "tool" or "tool_call_id" in m for m in rendered)
     assert ctxlab.count_request({"model": "gpt-4o", "messages": run, "tools": tools}) > 1_000_000
@@ -343,8 +344,8 @@ def test_count_tools_is_what_the_tools_add_to_a_request(encoding_name, model):
     """count_messages + count_tools is count_request for a request without a system message;
     with one, the listing joins it and the bill is at most 4 tokens less (the safe side)."""
     enc = ctxlab.encoding(encoding_name)
-    for name in ctxlab.transcript_names():
-        messages, tools = ctxlab.strip_course_keys(ctxlab.load_transcript(name)[:3]), ctxlab.load_tools(name)
+    for name in ctxlab.course.transcript_names():
+        messages, tools = ctxlab.course.strip_course_keys(ctxlab.course.load_transcript(name)[:3]), ctxlab.course.load_tools(name)
         for sent in (messages, messages[1:]):
             added = (ctxlab.count_request({"model": model, "messages": sent, "tools": tools})
                      - ctxlab.count_request({"model": model, "messages": sent}))

@@ -353,7 +353,7 @@ def test_lesson_runs_to_the_end_in_a_fresh_binder_env(notebook, binder_env):
         meta = error["nbgrader"]
         assert meta.get("grade") or meta.get("solution"), (
             f"{notebook}: cell {error['cell']} is not an exercise; a demonstration should fall back to "
-            f"ctxlab's reference (ctxlab.yours_or_reference):\n{error['source']}"
+            f"ctxlab's reference (ctxlab.course.yours_or_reference):\n{error['source']}"
         )
         text = f"{error['ename']}: {error['evalue']}"
         assert "NotImplementedError" in text or "not done yet" in text or error["ename"] == "NameError", (

@@ -45,7 +45,7 @@ LESSONS = sorted(p.name for p in (REPO / "course").iterdir() if p.is_dir())
 LESSON = "01-budget"
 
 # What flips once the lessons' notebook edits land (issue 13: a check cell after each exercise,
-# `ctxlab.check_all()` near the end, visible tests tagged `raises-exception`, demonstrations
+# `ctxlab.course.check_all()` near the end, visible tests tagged `raises-exception`, demonstrations
 # falling back to ctxlab's reference, and course/ released with the kernel's full
 # `language_info`). Until then a blank lesson's Run All stops at its first unfinished exercise,
 # the check is run from a cell this test adds, and a lesson opens marked unsaved.
@@ -216,11 +216,11 @@ def _answered(lesson: str) -> dict:
     return fill(released, solution_sources(json.loads(source.read_text(encoding="utf-8"))))
 
 
-CHECK_ALL = "ctxlab.check_all()"
+CHECK_ALL = "ctxlab.course.check_all()"
 
 
 def _with_check(notebook: dict) -> dict:
-    """Until the lessons carry their own check cells: one ``ctxlab.check_all()`` cell at the end."""
+    """Until the lessons carry their own check cells: one ``ctxlab.course.check_all()`` cell at the end."""
     if NOTEBOOK_EDITS_LANDED:
         return notebook
     notebook = json.loads(json.dumps(notebook))
@@ -401,7 +401,7 @@ def test_a_blank_lesson_opens_clean_runs_and_its_check_says_what_to_do(browser, 
         cells = page.run_all(to_the_end=NOTEBOOK_EDITS_LANDED)
         ran = [c for c in cells if c["count"] is not None]
         checks = [i for i, c in enumerate(cells) if CHECK_ALL in c["source"]]
-        assert checks, "the lesson has a ctxlab.check_all() cell"
+        assert checks, "the lesson has a ctxlab.course.check_all() cell"
         if NOTEBOOK_EDITS_LANDED:
             assert len(ran) == len(cells), f"Run All left {len(cells) - len(ran)} code cells unrun"
         else:  # Run All stops at the first visible test of an unfinished exercise

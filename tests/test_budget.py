@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ctxlab
+import ctxlab.course
 
 
 def test_history_allowance_subtracts_everything_else():
@@ -72,11 +73,11 @@ def reference_context_per_lap(messages, tools):
 
 @pytest.mark.parametrize("name", ["research", "refund", "parallel"])
 def test_context_per_lap_matches_the_definition(name):
-    messages, tools = ctxlab.load_transcript(name), ctxlab.load_tools(name)
-    per_lap = ctxlab.context_per_lap(messages, tools)
+    messages, tools = ctxlab.course.load_transcript(name), ctxlab.course.load_tools(name)
+    per_lap = ctxlab.budget.context_per_lap(messages, tools)
     assert per_lap == reference_context_per_lap(messages, tools)
     assert per_lap == sorted(per_lap)  # nothing leaves the context by itself
-    assert ctxlab.billed_input(messages, tools) == sum(per_lap)
+    assert ctxlab.budget.billed_input(messages, tools) == sum(per_lap)
     assert len(per_lap) == len(ctxlab.model_calls(messages))
 
 
@@ -84,5 +85,5 @@ def test_billed_input_grows_with_the_square_of_the_laps():
     lap = [{"role": "assistant", "content": "step " * 50}, {"role": "user", "content": "next " * 50}]
     short = [{"role": "user", "content": "go"}] + lap * 20
     long = [{"role": "user", "content": "go"}] + lap * 40
-    ratio = ctxlab.billed_input(long) / ctxlab.billed_input(short)
+    ratio = ctxlab.budget.billed_input(long) / ctxlab.budget.billed_input(short)
     assert 3.8 < ratio < 4.2

@@ -1,4 +1,4 @@
-"""ctxlab.check and ctxlab.check_all: a lesson's visible tests, run in the learner's namespace,
+"""ctxlab.course.check and ctxlab.course.check_all: a lesson's visible tests, run in the learner's namespace,
 reported test by test with the reason first; hidden tests counted, never run."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from support.pipeline import REPO, fill, offline_env, solution_sources
 
 import ctxlab
+import ctxlab.course
 from ctxlab.checking import lesson_exercises
 
 
@@ -75,7 +76,7 @@ def test_a_solution_notebooks_hidden_blocks_are_left_out_as_in_the_learners_copy
     ]
     (exercise,) = lesson_exercises({"cells": cells})
     assert [t.grade_id for t in exercise.visible] == ["a-mixed"] and exercise.visible[0].source == "assert True\n"
-    report = ctxlab.check("a", notebook=_write(cells), namespace={})
+    report = ctxlab.course.check("a", notebook=_write(cells), namespace={})
     assert report.passed and report.hidden_tests == 1
 
 
@@ -102,13 +103,13 @@ def test_an_exercise_in_two_answer_cells_is_checked_part_by_part_or_whole():
         ("q1", "Concept check Q1", []),
     ]
     namespace = {"first": lambda: 1, "second": lambda: 3}
-    whole = ctxlab.check(4, notebook=_write(cells), namespace=namespace)
+    whole = ctxlab.course.check(4, notebook=_write(cells), namespace=namespace)
     assert [o.passed for o in whole.outcomes] == [True, False] and whole.title == "Exercise 4 · Two functions"
-    assert ctxlab.check("first", notebook=_write(cells), namespace=namespace).passed
+    assert ctxlab.course.check("first", notebook=_write(cells), namespace=namespace).passed
 
 
 def test_a_passing_exercise_reports_its_points_and_what_grading_adds(lesson):
-    report = ctxlab.check("double", namespace={"double": lambda x: 2 * x})
+    report = ctxlab.course.check("double", namespace={"double": lambda x: 2 * x})
     assert report.passed and (report.points, report.max_points) == (1, 1)
     text = str(report)
     assert text.splitlines()[0] == "Exercise 1 · Double a number: 1 of 1 visible test passed, 1 of 1 visible points"
@@ -118,7 +119,7 @@ def test_a_passing_exercise_reports_its_points_and_what_grading_adds(lesson):
 
 
 def test_a_failure_says_why_first_then_which_test(lesson):
-    report = ctxlab.check(1, namespace={"double": lambda x: x + 1})
+    report = ctxlab.course.check(1, namespace={"double": lambda x: x + 1})
     assert not report.passed and report.points == 0
     lines = str(report).splitlines()
     assert lines[1] == "  FAILED  expected double(2) == 4, got 3"
@@ -132,30 +133,30 @@ def test_an_unwritten_answer_or_an_error_is_a_sentence_not_a_traceback(lesson):
     def greet(name):
         return {}[name]
 
-    text = str(ctxlab.check_all(namespace={"double": double, "greet": greet, "q1": "B"}))
+    text = str(ctxlab.course.check_all(namespace={"double": double, "greet": greet, "q1": "B"}))
     assert "Traceback" not in text
     assert "not done yet: double raises NotImplementedError" in text
     assert f"your code raised KeyError: 'Ada' (in your greet, line {greet.__code__.co_firstlineno + 1})" in text
-    missing = str(ctxlab.check("greet", namespace={}))
+    missing = str(ctxlab.course.check("greet", namespace={}))
     assert "name 'greet' is not defined: run the exercise's answer cell" in missing
 
 
 def test_a_bare_assert_shows_the_line_that_failed(lesson):
-    report = ctxlab.check("greet", namespace={"greet": lambda name: f"Hello, {name}!" if name else "hi"})
+    report = ctxlab.course.check("greet", namespace={"greet": lambda name: f"Hello, {name}!" if name else "hi"})
     (failed,) = [o for o in report.outcomes if not o.passed]
     assert failed.grade_id == "greet-plain-assert"
     assert failed.message == 'this check failed: assert greet("") == "Hello, !"'
 
 
 def test_failures_come_before_passes(lesson):
-    report = ctxlab.check("greet", namespace={"greet": lambda name: f"Hello, {name}!" if name else "hi"})
+    report = ctxlab.course.check("greet", namespace={"greet": lambda name: f"Hello, {name}!" if name else "hi"})
     lines = str(report).splitlines()
     assert lines[1].startswith("  FAILED") and any(line.startswith("  passed  greet-visible") for line in lines[3:])
 
 
 def test_check_all_sums_up_the_lesson(lesson):
     namespace = {"double": lambda x: 2 * x, "greet": lambda name: "Hello!", "q1": "B"}
-    report = ctxlab.check_all(namespace=namespace)
+    report = ctxlab.course.check_all(namespace=namespace)
     assert [e.passed for e in report.exercises] == [True, False, True]
     assert (report.points, report.max_points) == (2, 4)
     assert report.summary().splitlines() == [
@@ -170,29 +171,29 @@ def test_tests_read_the_learners_names_and_leave_them_alone(lesson, tmp_path):
     path = tmp_path / "other.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}}))
     namespace = {"value": 41}
-    report = ctxlab.check("a", notebook=path, namespace=namespace)
+    report = ctxlab.course.check("a", notebook=path, namespace=namespace)
     assert report.passed and namespace == {"value": 41}
     assert report.outcomes[0].printed == "noise\n"
 
 
 def test_unknown_names_are_refused_with_the_list_and_a_missing_notebook_is_reported(lesson, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"no exercise called 'tripple'; its exercises are: 'double' \(Exercise 1"):
-        ctxlab.check("tripple", namespace={})
+        ctxlab.course.check("tripple", namespace={})
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.chdir(empty)
-    report = ctxlab.check_all(namespace={})
+    report = ctxlab.course.check_all(namespace={})
     assert not report.passed and "no .ipynb file in" in str(report) and "notebook='name.ipynb'" in str(report)
 
 
 def test_the_notebook_a_kernel_runs_is_found_from_its_session(lesson, tmp_path):
     (tmp_path / "second.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))
-    report = ctxlab.check("double", namespace={"__session__": str(lesson), "double": lambda x: 2 * x})
+    report = ctxlab.course.check("double", namespace={"__session__": str(lesson), "double": lambda x: 2 * x})
     assert report.passed
 
 
 def test_the_html_report_keeps_words_whole_and_colours_the_verdicts(lesson):
-    report = ctxlab.check("double", namespace={"double": lambda x: 0})
+    report = ctxlab.course.check("double", namespace={"double": lambda x: 0})
     page = report._repr_html_()
     assert "word-break:normal" in page and "color:#b42318" in page and "&#x27;" not in page.split("FAILED")[0]
     assert all(len(line) <= 96 for line in str(report).splitlines())
@@ -205,13 +206,13 @@ def test_yours_or_reference_falls_back_once_and_says_so(capsys):
         calls.append(x)
         raise NotImplementedError()
 
-    use = ctxlab.yours_or_reference(mine, ctxlab.count_text, exercise="Exercise 9")
+    use = ctxlab.course.yours_or_reference(mine, ctxlab.count_text, exercise="Exercise 9")
     assert use("hello world") == ctxlab.count_text("hello world") and use("again") == ctxlab.count_text("again")
     assert capsys.readouterr().out == "Exercise 9 (mine) is not done yet: this shows ctxlab.count_text instead until it is.\n"
     assert use.used_reference and calls == ["hello world", "again"]
-    written = ctxlab.yours_or_reference(lambda x: 7, ctxlab.count_text)
+    written = ctxlab.course.yours_or_reference(lambda x: 7, ctxlab.count_text)
     assert written("x") == 7 and not written.used_reference
-    broken = ctxlab.yours_or_reference(lambda x: 1 / 0, ctxlab.count_text)
+    broken = ctxlab.course.yours_or_reference(lambda x: 1 / 0, ctxlab.count_text)
     with pytest.raises(ZeroDivisionError):  # a real bug is not hidden behind the reference
         broken("x")
 
@@ -226,7 +227,7 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
     for cell in notebook["cells"]:
         if cell["cell_type"] == "code":
             shell.run_cell("".join(cell["source"]), silent=True)
-report = ctxlab.check_all(notebook=path, namespace=shell.user_ns)
+report = ctxlab.course.check_all(notebook=path, namespace=shell.user_ns)
 print(json.dumps({"exercises": len(report.exercises), "passed": sum(e.passed for e in report.exercises),
                   "points": report.points, "text": str(report)}))
 """

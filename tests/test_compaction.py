@@ -86,7 +86,7 @@ def test_a_phase_boundary_names_one_sub_task(kwargs):
 
 
 def test_the_names_are_public():
-    assert ctxlab.compaction_due is compaction_due and ctxlab.CompactionTrigger is CompactionTrigger
+    assert ctxlab.compaction.compaction_due is compaction_due and ctxlab.CompactionTrigger is CompactionTrigger
 
 
 @given(ceilings, thresholds, st.integers(min_value=0, max_value=4_000_000))

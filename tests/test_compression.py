@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.compression import MIN_CHARS, stub_reference
 
 
@@ -62,7 +63,7 @@ def test_json_text_is_compressed_by_structure():
 
 
 def test_research_results_shrink_to_the_cap():
-    for message in ctxlab.load_transcript("research"):
+    for message in ctxlab.course.load_transcript("research"):
         if message["role"] == "tool":
             out = ctxlab.compress(message["content"], 1_000)
             assert len(out) <= 1_000
@@ -202,7 +203,7 @@ def test_a_log_records_what_changed_with_tokens_before_and_after():
 
 
 def test_on_the_coding_transcript_old_file_reads_shrink():
-    coding = ctxlab.load_transcript("coding")
+    coding = ctxlab.course.load_transcript("coding")
     with ctxlab.TrajectoryStore(run="coding") as store:
         store.extend(coding)
         view = ctxlab.compress_history(coding, coding[-1]["step"], compress_after=5, store=store)
@@ -263,7 +264,7 @@ def test_json_nested_too_deep_to_walk_is_cut_as_text_and_a_run_goes_on(depth):
                                  store=ctxlab.TrajectoryStore(run="deep"))
     for index in ctxlab.model_calls(run):
         assert assembler.context(run[:index]).tokens <= budget.input_limit
-    pad = ctxlab.update_scratchpad(ctxlab.Scratchpad(goal="g"), call, text, step=1)
+    pad = ctxlab.scratchpad.update_scratchpad(ctxlab.Scratchpad(goal="g"), call, text, step=1)
     assert "deep" in pad.render()
 
 

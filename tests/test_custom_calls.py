@@ -10,6 +10,7 @@ from openai.types.chat import ChatCompletionMessage
 from openai.types.chat import ChatCompletionMessageCustomToolCall as CustomCall
 
 import ctxlab
+import ctxlab.course
 from ctxlab.calls import call_parts
 from ctxlab.transcripts import repeat_laps
 
@@ -38,7 +39,7 @@ def as_custom(run):
 def test_a_custom_call_from_the_sdk_is_accepted_and_counted_like_a_function_call():
     reply = ChatCompletionMessage(role="assistant", content=None, tool_calls=[
         CustomCall(id="call_c", type="custom", custom={"name": "apply_patch", "input": PATCH})])
-    message = ctxlab.as_message(reply)
+    message = ctxlab.messages.as_message(reply)
     assert message["tool_calls"] == [custom("call_c")]
     history = [{"role": "user", "content": "Note the finding."}, message,
                {"role": "tool", "tool_call_id": "call_c", "content": "patched"}]
@@ -84,7 +85,7 @@ def test_steps_stubs_and_the_scratchpad_name_a_custom_call_and_its_input():
         {"role": "assistant", "content": None, "tool_calls": [custom("c1")], "step": 1},
         {"role": "tool", "tool_call_id": "c1", "content": "applied\n" + "line\n" * 900, "step": 1},
     ]
-    steps = ctxlab.render_steps(history[1:])
+    steps = ctxlab.summarising.render_steps(history[1:])
     assert "called apply_patch *** Begin Patch" in steps and "tool apply_patch (id c1)" in steps
     summary = ctxlab.compact(ctxlab.OfflineSummariser(), history[1:])
     assert "apply_patch" in summary
@@ -93,7 +94,7 @@ def test_steps_stubs_and_the_scratchpad_name_a_custom_call_and_its_input():
     assert "lap 1: apply_patch *** Begin Patch" in stub, stub
     assert ctxlab.restore([{**history[2], "content": stub}], store) == [history[2]]
     assert ctxlab.scratchpad.call_signature(custom("c1")) == "apply_patch " + " ".join(PATCH.split())
-    pad = ctxlab.update_scratchpad(ctxlab.Scratchpad(goal="g"), custom("c1"), "applied", step=1)
+    pad = ctxlab.scratchpad.update_scratchpad(ctxlab.Scratchpad(goal="g"), custom("c1"), "applied", step=1)
     assert any("apply_patch" in line for line in pad.render().splitlines())
     assert ctxlab.replaying.probe_text(history[1]) == PATCH
 
@@ -101,7 +102,7 @@ def test_steps_stubs_and_the_scratchpad_name_a_custom_call_and_its_input():
 def test_a_long_run_of_custom_calls_assembles_as_its_function_twin_does():
     """The same run with every call made a custom call: every lap's prompt is the twin's with
     the calls swapped, with the same tokens, and editing a prompt's calls reaches no later lap."""
-    run = repeat_laps(ctxlab.load_transcript("research"), 60)
+    run = repeat_laps(ctxlab.course.load_transcript("research"), 60)
     twin = as_custom(run)
     pristine = copy.deepcopy(twin)
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)

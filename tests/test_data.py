@@ -9,8 +9,9 @@ import pytest
 from support.pipeline import REPO
 
 import ctxlab
+import ctxlab.course
 
-NAMES = ctxlab.transcript_names()
+NAMES = ctxlab.course.transcript_names()
 
 
 def test_the_five_transcripts_are_there():
@@ -26,8 +27,8 @@ def test_files_are_what_the_generator_writes():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_manifest_matches_the_transcript(name):
-    info = ctxlab.transcript_info(name)
-    messages, tools = ctxlab.load_transcript(name), ctxlab.load_tools(name)
+    info = ctxlab.course.transcript_info(name)
+    messages, tools = ctxlab.course.load_transcript(name), ctxlab.course.load_tools(name)
     assert info["messages"] == len(messages)
     assert info["laps"] == len(ctxlab.model_calls(messages)) == max(m["step"] for m in messages)
     assert info["tools"] == [t["function"]["name"] for t in tools]
@@ -45,8 +46,8 @@ def visible_text(message) -> str:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_probes_are_where_the_manifest_says(name):
-    info = ctxlab.transcript_info(name)
-    messages = ctxlab.load_transcript(name)
+    info = ctxlab.course.transcript_info(name)
+    messages = ctxlab.course.load_transcript(name)
     assert "goal" in info["probes"]
     for probe, text in info["probes"].items():
         where = [i for i, m in enumerate(messages) if text in visible_text(m)]
@@ -56,7 +57,7 @@ def test_probes_are_where_the_manifest_says(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_laps_are_well_formed(name):
-    messages = ctxlab.load_transcript(name)
+    messages = ctxlab.course.load_transcript(name)
     steps = [m["step"] for m in messages]
     assert steps == sorted(steps)
     assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
@@ -65,20 +66,20 @@ def test_laps_are_well_formed(name):
 
 
 def test_sizes_are_realistic():
-    results = [ctxlab.count_message(m) for n in NAMES for m in ctxlab.load_transcript(n) if m["role"] == "tool"]
+    results = [ctxlab.count_message(m) for n in NAMES for m in ctxlab.course.load_transcript(n) if m["role"] == "tool"]
     assert min(results) < 400 and max(results) > 2_500
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     assert len(ctxlab.model_calls(research)) == 40
 
 
 def test_the_research_tool_fails_three_times():
-    messages = ctxlab.load_transcript("research")
-    failure = ctxlab.transcript_info("research")["probes"]["failure"]
+    messages = ctxlab.course.load_transcript("research")
+    failure = ctxlab.course.transcript_info("research")["probes"]["failure"]
     assert sum(1 for m in messages if m["role"] == "tool" and failure in m["content"]) == 3
 
 
 def test_parallel_calls_and_text_with_calls_are_present():
-    messages = ctxlab.load_transcript("parallel")
+    messages = ctxlab.course.load_transcript("parallel")
     assert max(len(m.get("tool_calls") or []) for m in messages) >= 3
     assert any(m.get("tool_calls") and m.get("content") for m in messages)
 
@@ -121,21 +122,21 @@ def test_real_trajectories_hold_the_shapes_the_sdk_produces():
     assert {"text", "image_url", "input_audio"} <= parts
 
 
-@pytest.mark.parametrize("name", REAL + [f"course:{n}" for n in ctxlab.transcript_names()])
+@pytest.mark.parametrize("name", REAL + [f"course:{n}" for n in ctxlab.course.transcript_names()])
 def test_every_trajectory_validates_counts_and_fits(name):
     if name.startswith("course:"):
-        messages, tools = ctxlab.load_transcript(name[7:]), ctxlab.load_tools(name[7:])
+        messages, tools = ctxlab.course.load_transcript(name[7:]), ctxlab.course.load_tools(name[7:])
         model = "gpt-4o"
     else:
         messages, tools, source = ctxlab.transcripts.load_real(name)
         model = source["model"]
     ctxlab.validate_messages(messages)
     assert ctxlab.pairs_ok(messages)
-    counter = ctxlab.TokenCounter(ctxlab.encoding_for_model(model))
+    counter = ctxlab.TokenCounter(ctxlab.tokens.encoding_for_model(model))
     total = counter.messages(messages)
     assert total == ctxlab.count_messages(messages, counter.encoding) > 3
     assert counter.tools(tools) == ctxlab.count_tools(tools, counter.encoding)
-    grown = ctxlab.GrowingHistory(messages, count=counter.message)
+    grown = ctxlab.history.GrowingHistory(messages, count=counter.message)
     for share in (0.25, 0.5, 0.8, 1.0):
         allowance = int((total - 3) * share)
         try:
@@ -151,10 +152,10 @@ def test_every_trajectory_validates_counts_and_fits(name):
     assert context.tokens <= budget.input_limit and ctxlab.pairs_ok(context.messages)
 
 
-@pytest.mark.parametrize("name", REAL + [f"course:{n}" for n in ctxlab.transcript_names()])
+@pytest.mark.parametrize("name", REAL + [f"course:{n}" for n in ctxlab.course.transcript_names()])
 def test_summarising_never_fails_where_plain_trimming_fits(name):
     if name.startswith("course:"):
-        messages = ctxlab.load_transcript(name[7:])
+        messages = ctxlab.course.load_transcript(name[7:])
     else:
         messages = ctxlab.transcripts.load_real(name)[0]
     calls = ctxlab.model_calls(messages) or [len(messages)]
@@ -175,4 +176,4 @@ def test_summarising_never_fails_where_plain_trimming_fits(name):
         summarised = ctxlab.build_context(record, budget, client=ctxlab.OfflineSummariser(), keep_full_for=99)
         for context in (plain, summarised):
             assert context.tokens <= budget.input_limit and ctxlab.pairs_ok(context.messages)
-            assert context.messages[-1] == ctxlab.strip_course_keys([record[-1]])[0]
+            assert context.messages[-1] == ctxlab.course.strip_course_keys([record[-1]])[0]

@@ -41,10 +41,10 @@ def test_events_are_immutable_and_need_a_kind():
         event.kind = "other"
     assert isinstance(event.messages, tuple)
     with pytest.raises(ValueError, match="kind"):
-        ctxlab.MemoryEvent("")
+        ctxlab.events.MemoryEvent("")
     with pytest.raises(TypeError):
         ctxlab.MemoryLog().append({"kind": "trim"})
-    assert set(ctxlab.EVENT_KINDS) >= {"trim", "summarise", "summary_failed", "compress", "small_talk"}
+    assert set(ctxlab.events.EVENT_KINDS) >= {"trim", "summarise", "summary_failed", "compress", "small_talk"}
 
 
 def test_the_log_renders_as_a_table_and_rows():
@@ -55,6 +55,6 @@ def test_the_log_renders_as_a_table_and_rows():
     assert len(lines) == 4 and str(log) == log.table()
     assert log.rows()[1] == {"lap": 9, "kind": "summarise", "tokens_before": 8_000, "tokens_after": 4_500,
                              "saved": 3_500, "messages": 1, "detail": "rolled up"}
-    long = ctxlab.MemoryLog([ctxlab.MemoryEvent("trim", detail="x" * 500)])
+    long = ctxlab.MemoryLog([ctxlab.events.MemoryEvent("trim", detail="x" * 500)])
     assert max(len(line) for line in long.table(width=80).splitlines()) <= 80
     assert repr(log) == "MemoryLog(3 events: trim=1, summarise=1, compress=1)"

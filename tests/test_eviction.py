@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.eviction import SMALL_TALK_MAX_TOKENS
 
-REFUND = ctxlab.load_transcript("refund")
-TOOLS = ctxlab.load_tools("refund")
+REFUND = ctxlab.course.load_transcript("refund")
+TOOLS = ctxlab.course.load_tools("refund")
 PAD = ctxlab.Scratchpad(goal="Refund Priya in full, shipping included")
 
 
@@ -47,19 +48,19 @@ FULL = build(50_000).tokens  # the prompt when nothing has to go
 
 
 def test_small_talk_is_short_chatter_that_nothing_pins():
-    assert ctxlab.small_talk(CHATTY) == CHATTER
-    assert ctxlab.small_talk(REFUND) == []  # every message of the course run has a tool call or is long
+    assert ctxlab.eviction.small_talk(CHATTY) == CHATTER
+    assert ctxlab.eviction.small_talk(REFUND) == []  # every message of the course run has a tool call or is long
     pinned = [dict(m) for m in CHATTY]
     pinned[8]["pinned"] = True
-    assert ctxlab.small_talk(pinned) == [4, 5, 9]
-    assert ctxlab.small_talk(CHATTY, max_tokens=5) == []
+    assert ctxlab.eviction.small_talk(pinned) == [4, 5, 9]
+    assert ctxlab.eviction.small_talk(CHATTY, max_tokens=5) == []
 
 
 def test_the_goal_system_and_newest_turns_are_never_small_talk():
     history = [chat("system", "s", 0), chat("user", "Hi!", 0), chat("assistant", "Hello.", 1), chat("user", "Ok.", 2)]
-    assert ctxlab.small_talk(history) == [2]
-    assert ctxlab.small_talk(history, keep_recent=2) == []
-    assert ctxlab.small_talk(history, keep_recent=0) == [2, 3]
+    assert ctxlab.eviction.small_talk(history) == [2]
+    assert ctxlab.eviction.small_talk(history, keep_recent=2) == []
+    assert ctxlab.eviction.small_talk(history, keep_recent=0) == [2, 3]
 
 
 def test_a_prompt_that_fits_is_only_compressed():
@@ -96,7 +97,7 @@ def test_the_stage_is_off_by_default_and_can_be_turned_off():
     assert stages(build(FULL + 1_000 - 20)) == ("compress", "summarise")
     assert stages(build(FULL + 1_000 - 20, small_talk_tokens=0)) == ("compress", "summarise")
     assert build(FULL + 1_000 - 20).messages == build(FULL + 1_000 - 20, small_talk_tokens=0).messages
-    assert "small_talk" in ctxlab.EVENT_KINDS
+    assert "small_talk" in ctxlab.events.EVENT_KINDS
 
 
 INSTRUCTION = chat("user", "Do not touch the payments module.", 3)  # short, unpinned, mid-run
@@ -106,7 +107,7 @@ INSTRUCTED = [*REFUND[:6], INSTRUCTION, *REFUND[6:]]
 @pytest.mark.parametrize("client", [OFFLINE, None], ids=["summarised", "trimmed"])
 def test_by_default_a_short_user_instruction_is_summarised_or_trimmed_not_dropped_as_small_talk(client):
     assert ctxlab.count_message(INSTRUCTION) <= SMALL_TALK_MAX_TOKENS
-    assert ctxlab.small_talk(INSTRUCTED) == [6]  # by length alone it looks like small talk
+    assert ctxlab.eviction.small_talk(INSTRUCTED) == [6]  # by length alone it looks like small talk
     window = build(50_000, history=INSTRUCTED).tokens + 1_000 - 5  # 5 tokens short
     context = build(window, history=INSTRUCTED, client=client)
     kind = "summarise" if client else "trim"
@@ -146,7 +147,7 @@ def test_the_assembler_gives_the_same_prompts_lap_after_lap(options):
     budget = ctxlab.ContextBudget(window=4_200, reserve_output=1_000, scratchpad_max=200)
     client = ctxlab.OfflineSummariser()
     assembler = ctxlab.Assembler(budget, tools=TOOLS, client=client, **options)
-    state = ctxlab.AssemblyState()
+    state = ctxlab.assembly.AssemblyState()
     for index in ctxlab.model_calls(CHATTY):
         step = CHATTY[index]["step"]
         want = ctxlab.build_context(CHATTY[:index], budget, tools=TOOLS, scratchpad=PAD, state=state, client=client,
@@ -180,10 +181,10 @@ def test_small_talk_never_holds_a_pin_a_call_or_a_recent_turn(kinds, keep_recent
         else:
             role = "user" if kind in ("user", "pinned") else "assistant"
             history.append({**chat(role, f"{kind} {k}", k), **({"pinned": True} if kind == "pinned" else {})})
-    chosen = ctxlab.small_talk(history, keep_recent=keep_recent)
-    spans = ctxlab.turn_group_spans(history)
+    chosen = ctxlab.eviction.small_talk(history, keep_recent=keep_recent)
+    spans = ctxlab.trimming.turn_group_spans(history)
     recent = {i for a, b in spans[len(spans) - keep_recent:] if keep_recent for i in range(a, b)}
-    pins = ctxlab.pinned_indices(history)
+    pins = ctxlab.trimming.pinned_indices(history)
     for i in chosen:
         message = history[i]
         assert i not in pins and i not in recent

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from test_trimming import histories, incident_like, tool_group
 
 import ctxlab
+import ctxlab.course
 
 
 def outcome(call, *args, **kwargs):
@@ -22,7 +23,7 @@ def outcome(call, *args, **kwargs):
 @given(histories(), st.data())
 def test_every_lap_fits_exactly_as_fit_does(history, data):
     """Appended in random chunks and fitted after each, it answers as ctxlab.fit on the whole."""
-    grown = ctxlab.GrowingHistory()
+    grown = ctxlab.history.GrowingHistory()
     position = 0
     while position < len(history):
         size = data.draw(st.integers(min_value=1, max_value=6))
@@ -40,8 +41,8 @@ def test_every_lap_fits_exactly_as_fit_does(history, data):
 
 
 def test_the_research_run_lap_by_lap():
-    research = ctxlab.load_transcript("research")
-    grown = ctxlab.GrowingHistory()
+    research = ctxlab.course.load_transcript("research")
+    grown = ctxlab.history.GrowingHistory()
     for lap in range(max(m["step"] for m in research) + 1):
         grown.extend(m for m in research if m["step"] == lap)
         for allowance in (3_000, 12_000, 50_000):
@@ -56,7 +57,7 @@ def test_each_message_is_counted_once_over_the_whole_run():
         counted[id(message)] = counted.get(id(message), 0) + 1
         return ctxlab.count_message(message)
 
-    grown = ctxlab.GrowingHistory(count=spy)
+    grown = ctxlab.history.GrowingHistory(count=spy)
     for start in range(0, len(history), 3):
         grown.extend(history[start:start + 3])
         if not grown._checker.pending:
@@ -65,7 +66,7 @@ def test_each_message_is_counted_once_over_the_whole_run():
 
 
 def test_a_bad_message_is_refused_and_nothing_is_added():
-    grown = ctxlab.GrowingHistory(incident_like(2))
+    grown = ctxlab.history.GrowingHistory(incident_like(2))
     before = (len(grown), grown.tokens)
     with pytest.raises(ctxlab.MessageError, match=r"message 8: .*does not follow") as err:
         grown.extend([{"role": "user", "content": "next"}, {"role": "tool", "tool_call_id": "nope", "content": "r"}])
@@ -79,7 +80,7 @@ def test_a_bad_message_is_refused_and_nothing_is_added():
 
 
 def test_fit_waits_for_the_results_of_the_last_calls():
-    grown = ctxlab.GrowingHistory(incident_like(1))
+    grown = ctxlab.history.GrowingHistory(incident_like(1))
     call, result = tool_group(2, ["c2"])
     grown.append(call)
     with pytest.raises(ctxlab.MessageError, match="'c2' is never answered"):
@@ -91,7 +92,7 @@ def test_fit_waits_for_the_results_of_the_last_calls():
 
 def test_it_is_a_read_only_sequence_of_the_messages():
     history = incident_like(2)
-    grown = ctxlab.GrowingHistory(history)
+    grown = ctxlab.history.GrowingHistory(history)
     assert len(grown) == len(history) and grown[0] is history[0] and list(grown) == history
     assert grown[-2:] == history[-2:]
     assert not hasattr(grown, "__setitem__")
@@ -100,7 +101,7 @@ def test_it_is_a_read_only_sequence_of_the_messages():
 def test_kept_and_dropped_are_views_that_behave_like_lists():
     history = incident_like(12)
     history[6]["pinned"] = True
-    grown = ctxlab.GrowingHistory(history)
+    grown = ctxlab.history.GrowingHistory(history)
     kept, dropped = grown.fit(1_200)
     want_kept, want_dropped = ctxlab.fit(history, 1_200)
     assert kept == want_kept and dropped == want_dropped and want_kept == list(kept)

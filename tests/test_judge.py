@@ -18,6 +18,7 @@ import threading
 import pytest
 
 import ctxlab
+import ctxlab.course
 from autograder.judging import agent
 from autograder.judging.endpoint import Endpoint, Remote
 from autograder.judging.errors import LearnerError, ReferenceDisabled, rebuild
@@ -488,7 +489,7 @@ def test_switching_off_a_reference_catches_every_alias_and_is_undone():
 
     partial = functools.partial(ctxlab.fit)
     agent.install()
-    messages = ctxlab.load_transcript("incident")[:4]
+    messages = ctxlab.course.load_transcript("incident")[:4]
     try:
         done = agent.disable(resolve("ctxlab.fit"))
         assert [function.__qualname__ for function, _code in done] == ["fit"]

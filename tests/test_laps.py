@@ -8,6 +8,7 @@ import copy
 import pytest
 
 import ctxlab
+import ctxlab.course
 from ctxlab.assembly import number_laps
 from ctxlab.transcripts import load_real, real_names, repeat_laps
 
@@ -22,9 +23,9 @@ def events(log):
     return [(e.kind, e.lap, e.data) for e in log]
 
 
-@pytest.mark.parametrize("name", ctxlab.transcript_names())
+@pytest.mark.parametrize("name", ctxlab.course.transcript_names())
 def test_numbering_finds_the_laps_every_course_transcript_carries(name):
-    run = ctxlab.load_transcript(name)
+    run = ctxlab.course.load_transcript(name)
     assert number_laps(without_laps(run)) == run
     assert all(a is b for a, b in zip(number_laps(run), run, strict=True))  # nothing copied when laps are there
 
@@ -34,7 +35,7 @@ def test_a_run_without_laps_assembles_as_the_same_run_with_them(options):
     """The Assembler (and build_context, on a share of the laps), lap by lap, on the research
     run repeated to 120 laps with and without its steps: the same prompts, tokens, cuts and
     log events."""
-    run = repeat_laps(ctxlab.load_transcript("research"), 120)
+    run = repeat_laps(ctxlab.course.load_transcript("research"), 120)
     bare = without_laps(run)
     pristine = copy.deepcopy(bare)
 
@@ -45,7 +46,7 @@ def test_a_run_without_laps_assembles_as_the_same_run_with_them(options):
 
     stepped = ctxlab.Assembler(BUDGET, client=ctxlab.OfflineSummariser(), **opts("a"))
     numbered = ctxlab.Assembler(BUDGET, client=ctxlab.OfflineSummariser(), **opts("a"))
-    state, compressed, seen = ctxlab.AssemblyState(), 0, 0
+    state, compressed, seen = ctxlab.assembly.AssemblyState(), 0, 0
     for lap, index in enumerate(ctxlab.model_calls(run)):
         want = stepped.context(run[:index])
         ours = numbered.context(bare[:index])
@@ -94,7 +95,7 @@ def test_real_api_histories_age_their_tool_results():
 
 
 def test_the_assembler_still_refuses_a_record_that_does_not_continue():
-    bare = without_laps(ctxlab.load_transcript("incident"))
+    bare = without_laps(ctxlab.course.load_transcript("incident"))
     first, second = ctxlab.model_calls(bare)[2:4]
     assembler = ctxlab.Assembler(BUDGET)
     assembler.context(bare[:first])

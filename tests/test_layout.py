@@ -15,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.layout import SEGMENT_NAMES, TranscriptLayout, assembler, layout_window
 from ctxlab.layout_html import render_layout_html
 
-RESEARCH = ctxlab.load_transcript("research")
-RESEARCH_TOOLS = ctxlab.load_tools("research")
+RESEARCH = ctxlab.course.load_transcript("research")
+RESEARCH_TOOLS = ctxlab.course.load_tools("research")
 REPLAY = TranscriptLayout(RESEARCH, RESEARCH_TOOLS, title="research")
 
 
@@ -80,9 +81,9 @@ def test_layout_window_matches_the_replay_for_the_same_prompt():
 def test_turn_groups_and_pins_come_from_ctxlab():
     view = REPLAY.layout(40, budget(), policy=ctxlab.fit)
     prompt = REPLAY.prompt(40)
-    spans = ctxlab.turn_group_spans(prompt)
+    spans = ctxlab.trimming.turn_group_spans(prompt)
     assert [b.group for b in view.blocks] == [g for g, (a, z) in enumerate(spans) for _ in range(a, z)]
-    assert {b.index for b in view.blocks if b.pinned} == ctxlab.pinned_indices(prompt) == {0, 1}
+    assert {b.index for b in view.blocks if b.pinned} == ctxlab.trimming.pinned_indices(prompt) == {0, 1}
 
 
 def test_the_replay_counts_each_message_once():
@@ -291,7 +292,7 @@ def test_an_assembler_with_its_own_signature_and_a_log():
         allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
         view = ctxlab.compress_history(rest, step, max_chars=1_000, log=log)
         middle = ctxlab.trim_and_summarise(view, allowance, client=client, log=log, lap=step)
-        return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+        return ctxlab.course.strip_course_keys([*static, *middle, pad_message]), log
 
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
     policy = assembler(build_context)
@@ -467,8 +468,8 @@ def test_a_narrow_segment_is_named_and_a_wide_one_says_its_number():
 
 @pytest.mark.parametrize("lap", [1, 12, 40])
 def test_the_widget_and_the_lessons_growth_numbers_agree_about_a_lap(lap):
-    """What lesson 01 plots for lap k (ctxlab.context_per_lap) is what the widget shows at lap k."""
-    per_lap = ctxlab.context_per_lap(RESEARCH, RESEARCH_TOOLS)
+    """What lesson 01 plots for lap k (ctxlab.budget.context_per_lap) is what the widget shows at lap k."""
+    per_lap = ctxlab.budget.context_per_lap(RESEARCH, RESEARCH_TOOLS)
     view = REPLAY.layout(lap, budget(), policy=None)
     assert view.prompt_tokens == per_lap[lap - 1]
     last_call = ctxlab.model_calls(RESEARCH)[lap - 1]
@@ -491,7 +492,7 @@ def pyplot():
 def test_a_named_growth_series_is_in_the_legend_even_alone(pyplot):
     from ctxlab.plots import plot_growth
 
-    fig = plot_growth({"keep everything": ctxlab.context_per_lap(RESEARCH, RESEARCH_TOOLS)})
+    fig = plot_growth({"keep everything": ctxlab.budget.context_per_lap(RESEARCH, RESEARCH_TOOLS)})
     legend = fig.axes[0].get_legend()
     assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["keep everything"]
     assert plot_growth([1, 2, 3]).axes[0].get_legend() is None, "an unnamed series needs no legend"

@@ -115,7 +115,7 @@ def test_every_visible_test_lets_run_all_go_on(lesson):
 
 
 CHECKED_BEFORE_GRADING = tuple(LESSONS)
-"""Lessons in which at least half the points come from tests a learner can run (ctxlab.check runs
+"""Lessons in which at least half the points come from tests a learner can run (ctxlab.course.check runs
 every test cell without hidden tests): every lesson."""
 
 
@@ -148,7 +148,7 @@ def test_most_listed_wrong_answers_fail_a_test_the_learner_can_run(lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_no_visible_test_rebinds_a_helper_an_earlier_visible_test_defines(lesson):
-    """ctxlab.check_all re-runs the visible tests after the whole notebook has run: a later cell that
+    """ctxlab.course.check_all re-runs the visible tests after the whole notebook has run: a later cell that
     binds a helper's name (`for _lap in ...` after `def _lap`) leaves it broken for the earlier ones."""
     import ast
 

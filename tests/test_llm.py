@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import ctxlab
+import ctxlab.course
 
 SUMMARY = "FACTS:\n- [search_logs, lap 3] sqlstate=55P03 lock timeout\nDECISIONS:\n- none"
 
@@ -110,7 +111,7 @@ def real_client(monkeypatch):
 
 
 def dropped_laps():
-    incident = ctxlab.load_transcript("incident")
+    incident = ctxlab.course.load_transcript("incident")
     return incident[6:10]  # laps 3 and 4: the worker log with the finding, and the next window
 
 
@@ -124,7 +125,7 @@ def test_without_a_key_the_offline_summariser_is_used_and_openai_is_not_imported
     code = (
         "import os, sys, ctxlab; os.environ.pop('OPENAI_API_KEY', None); "
         "c = ctxlab.get_client(); print(type(c).__name__, 'openai' in sys.modules); "
-        "print(ctxlab.describe_client())"
+        "print(ctxlab.llm.describe_client())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"}).stdout.splitlines()
@@ -139,9 +140,9 @@ def test_with_a_key_the_real_client_honours_base_url_and_model(real_client):
         client = real_client(server)
         assert isinstance(client, openai.OpenAI)
         assert str(client.base_url).rstrip("/") == server.base_url
-        assert ctxlab.summary_model() == "test-summary-model"
-        assert server.base_url in ctxlab.describe_client(client)
-        assert "test-summary-model" in ctxlab.describe_client()
+        assert ctxlab.llm.summary_model() == "test-summary-model"
+        assert server.base_url in ctxlab.llm.describe_client(client)
+        assert "test-summary-model" in ctxlab.llm.describe_client()
 
 
 def test_the_request_carries_the_roll_up_prompt_temperature_zero_and_the_model(real_client):
@@ -155,7 +156,7 @@ def test_the_request_carries_the_roll_up_prompt_temperature_zero_and_the_model(r
     assert request["temperature"] == 0
     assert server.headers[0]["authorization"] == "Bearer test-key"
     (message,) = request["messages"]
-    assert message == {"role": "user", "content": ctxlab.compaction_prompt(ctxlab.render_steps(dropped_laps()), PRIOR)}
+    assert message == {"role": "user", "content": ctxlab.summarising.compaction_prompt(ctxlab.summarising.render_steps(dropped_laps()), PRIOR)}
     prompt = message["content"]
     assert PRIOR in prompt  # rolled up: the prior summary is folded into the one request
     assert "every tool call that failed" in prompt and "with the tool and the lap" in prompt
@@ -245,24 +246,24 @@ def test_another_bad_parameter_is_still_refused_at_once(real_client):
 def test_retries_are_bounded_with_growing_backoff(monkeypatch):
     pauses = []
     monkeypatch.setattr("ctxlab.llm.time.sleep", pauses.append)
-    client = ctxlab.ScriptedClient([TimeoutError("stalled")] * 5)
+    client = ctxlab.course.ScriptedClient([TimeoutError("stalled")] * 5)
     with pytest.raises(ctxlab.SummaryError):
-        ctxlab.complete(client, [{"role": "user", "content": "x"}], model="m", retries=4, backoff=0.5, max_backoff=3)
+        ctxlab.llm.complete(client, [{"role": "user", "content": "x"}], model="m", retries=4, backoff=0.5, max_backoff=3)
     assert pauses == [0.5, 1.0, 2.0, 3]
     assert len(client.requests) == 5
 
 
 def test_a_bug_in_the_caller_is_not_disguised_as_a_summary_error():
-    client = ctxlab.ScriptedClient([KeyError("oops")])
+    client = ctxlab.course.ScriptedClient([KeyError("oops")])
     with pytest.raises(KeyError):
-        ctxlab.complete(client, [{"role": "user", "content": "x"}], model="m")
+        ctxlab.llm.complete(client, [{"role": "user", "content": "x"}], model="m")
 
 
 # --- a failing server inside trim-and-summarise: nothing is lost -----------------------------
 
 
 def test_trim_and_summarise_keeps_every_step_when_the_server_keeps_failing(real_client):
-    incident = ctxlab.load_transcript("incident")[:20]
+    incident = ctxlab.course.load_transcript("incident")[:20]
     snapshot = json.dumps(incident)
     log = ctxlab.MemoryLog()
     with CompatibleServer(*[("status", 503)] * 6) as server:
@@ -293,7 +294,7 @@ def test_a_dropped_offline_summariser_is_freed_at_once_and_keeps_its_latest_requ
     try:
         client = ctxlab.OfflineSummariser()
         for lap in range(client.KEPT_REQUESTS + 5):
-            ctxlab.complete(client, [{"role": "user", "content": f"STEPS TO FOLD IN:\n[lap {lap}] user: go"}], model="m")
+            ctxlab.llm.complete(client, [{"role": "user", "content": f"STEPS TO FOLD IN:\n[lap {lap}] user: go"}], model="m")
         assert len(client.requests) == client.KEPT_REQUESTS
         assert client.requests[-1]["messages"][0]["content"].endswith(f"[lap {client.KEPT_REQUESTS + 4}] user: go")
         assert client.requests[0]["messages"][0]["content"].endswith("[lap 5] user: go")
@@ -311,7 +312,7 @@ def test_get_client_labels_offline_summaries_when_told(monkeypatch):
     summary into the next one keeps one label line, not a fact per fold."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv(ctxlab.llm.OFFLINE_LABEL_VARIABLE, raising=False)
-    prompt = ctxlab.compaction_prompt("[lap 2] assistant: Use the EU mirror.")
+    prompt = ctxlab.summarising.compaction_prompt("[lap 2] assistant: Use the EU mirror.")
     ask = lambda client, text: client.chat.completions.create(  # noqa: E731
         model="m", temperature=0, messages=[{"role": "user", "content": text}]).choices[0].message.content
     plain = ask(ctxlab.get_client(), prompt)
@@ -321,7 +322,7 @@ def test_get_client_labels_offline_summaries_when_told(monkeypatch):
     assert repr(client) == "OfflineSummariser(label='graded run')"
     labelled = ask(client, prompt)
     assert labelled == f"(graded run)\n{plain}"
-    folded = ask(client, ctxlab.compaction_prompt("[lap 3] assistant: Mirror chosen.", prior_summary=labelled))
+    folded = ask(client, ctxlab.summarising.compaction_prompt("[lap 3] assistant: Mirror chosen.", prior_summary=labelled))
     assert folded.splitlines()[0] == "(graded run)" and folded.count("graded run") == 1, folded
     for bad in ("", "two\nlines", 3):
         with pytest.raises(ValueError, match="label must be one line"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ctxlab
+import ctxlab.course
 
 
 def call(call_id, name="search_logs", arguments="{}"):
@@ -26,12 +27,12 @@ VALID = [
 
 def test_real_shapes_are_accepted():
     ctxlab.validate_messages(VALID)
-    assert list(ctxlab.message_problems(VALID)) == []
+    assert list(ctxlab.messages.message_problems(VALID)) == []
 
 
 @pytest.mark.parametrize("name", ["incident", "refund", "coding", "research", "parallel"])
 def test_every_shipped_transcript_is_valid(name):
-    messages = ctxlab.load_transcript(name)
+    messages = ctxlab.course.load_transcript(name)
     ctxlab.validate_messages(messages)
     assert ctxlab.pairs_ok(messages)
 
@@ -94,7 +95,7 @@ def test_bad_input_names_the_index_and_the_problem(label, messages, index, words
 def test_tool_result_in_the_wrong_place_is_explained():
     messages = [{"role": "assistant", "content": None, "tool_calls": [call("a")]}, {"role": "user", "content": "wait"},
                 {"role": "tool", "tool_call_id": "a", "content": "r"}]
-    problems = list(ctxlab.message_problems(messages))
+    problems = list(ctxlab.messages.message_problems(messages))
     assert problems[-1][0] == 2
     assert "made by message 0" in problems[-1][1]
 
@@ -106,5 +107,5 @@ def test_a_dict_instead_of_a_list_is_refused():
 
 def test_strip_course_keys_leaves_the_input_alone():
     messages = [{"role": "user", "content": "go", "step": 0, "pinned": True}]
-    assert ctxlab.strip_course_keys(messages) == [{"role": "user", "content": "go"}]
+    assert ctxlab.course.strip_course_keys(messages) == [{"role": "user", "content": "go"}]
     assert messages[0]["pinned"] is True

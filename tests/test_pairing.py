@@ -59,7 +59,7 @@ def test_every_history_the_api_accepts_passes_everywhere(messages):
         pass
     else:
         assert ctxlab.pairs_ok(kept)
-    grown = ctxlab.GrowingHistory(messages)
+    grown = ctxlab.history.GrowingHistory(messages)
     assert grown.tokens == total - 3
     trimmer = ctxlab.HighLowTrimmer(high=max(total // 2, 2), low=max(total // 4, 1))
     with contextlib.suppress(ctxlab.BudgetError):  # the newest group may not fit the low mark
@@ -103,7 +103,7 @@ def test_a_result_answered_twice_or_out_of_its_group_is_named(messages, data):
         ctxlab.validate_messages(late)
     assert err.value.index == len(late) - 1
     with pytest.raises(ctxlab.MessageError) as err:
-        ctxlab.GrowingHistory().extend(late)
+        ctxlab.history.GrowingHistory().extend(late)
     assert err.value.index == len(late) - 1
 
 
@@ -151,7 +151,7 @@ def test_validation_and_counting_agree(message):
     messages = [message]
     if message["role"] == "tool":
         messages = [{"role": "assistant", "content": None, "tool_calls": [call("call_a")]}, message]
-    problems = list(ctxlab.message_problems(messages))
+    problems = list(ctxlab.messages.message_problems(messages))
     try:
         ctxlab.count_messages(messages)
     except ctxlab.MessageError as err:  # whatever counting refuses, validation refuses first
@@ -181,14 +181,14 @@ def test_sdk_objects_are_refused_with_the_fix_and_converted_by_as_messages():
         ctxlab.validate_messages(history)
     with pytest.raises(ctxlab.MessageError, match="as_message"):
         ctxlab.count_message(reply)
-    plain = ctxlab.as_messages(history)
+    plain = ctxlab.messages.as_messages(history)
     assert plain[1] == {"role": "assistant", "tool_calls": [call("call_9")]}
     assert plain[0] is history[0]
     ctxlab.validate_messages(plain)
     with_nones = reply.model_dump()  # exclude_none=False: every key the SDK knows, most None
     ctxlab.validate_messages([history[0], with_nones, history[2]])
     assert ctxlab.count_message(with_nones) == ctxlab.count_message(plain[1])
-    grown = ctxlab.GrowingHistory()
+    grown = ctxlab.history.GrowingHistory()
     grown.extend(plain)
     assert grown.tokens == ctxlab.count_messages(plain) - 3
 
@@ -197,7 +197,7 @@ def test_an_async_client_gets_a_clear_error():
     openai = pytest.importorskip("openai")
     client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://127.0.0.1:9")
     with pytest.raises(TypeError, match="synchronous client"):
-        ctxlab.complete(client, [{"role": "user", "content": "hi"}], model="m")
+        ctxlab.llm.complete(client, [{"role": "user", "content": "hi"}], model="m")
 
     class Wrapped:  # an async create behind a plain-looking object
         class chat:  # noqa: N801
@@ -209,6 +209,6 @@ def test_an_async_client_gets_a_clear_error():
                     return later()
 
     with pytest.raises(TypeError, match="synchronous client"):
-        ctxlab.complete(Wrapped(), [{"role": "user", "content": "hi"}], model="m")
+        ctxlab.llm.complete(Wrapped(), [{"role": "user", "content": "hi"}], model="m")
     with pytest.raises(TypeError, match="openai interface"):
-        ctxlab.complete(object(), [{"role": "user", "content": "hi"}], model="m")
+        ctxlab.llm.complete(object(), [{"role": "user", "content": "hi"}], model="m")

@@ -9,13 +9,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.pins import is_pin_call
 from ctxlab.transcripts import repeat_laps
 
 CONSTRAINT = "Do not cite any source published before 2015."
 
 
-def pin_group(text, *, call_id="pin_1", step=None, kind="constraint", name=ctxlab.PIN_TOOL, siblings=0, arguments=None):
+def pin_group(text, *, call_id="pin_1", step=None, kind="constraint", name=ctxlab.pins.PIN_TOOL, siblings=0, arguments=None):
     """An assistant message calling the pin tool (among ``siblings`` other calls), and its results."""
     args = arguments if arguments is not None else json.dumps({"text": text, "kind": kind})
     calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}]
@@ -46,34 +47,34 @@ TASK = [{"role": "system", "content": "You research."}, {"role": "user", "conten
 
 
 def test_the_schema_can_be_offered_and_names_the_tool():
-    schema = ctxlab.pin_tool_schema()
-    assert schema["type"] == "function" and schema["function"]["name"] == ctxlab.PIN_TOOL == "pin"
-    assert schema["function"]["parameters"]["properties"]["kind"]["enum"] == list(ctxlab.PIN_KINDS)
+    schema = ctxlab.pins.pin_tool_schema()
+    assert schema["type"] == "function" and schema["function"]["name"] == ctxlab.pins.PIN_TOOL == "pin"
+    assert schema["function"]["parameters"]["properties"]["kind"]["enum"] == list(ctxlab.pins.PIN_KINDS)
     assert ctxlab.count_tools([schema]) > 0
-    assert ctxlab.pin_tool_schema("remember")["function"]["name"] == "remember"
+    assert ctxlab.pins.pin_tool_schema("remember")["function"]["name"] == "remember"
     with pytest.raises(ValueError, match="non-empty string"):
-        ctxlab.pin_tool_schema("")
+        ctxlab.pins.pin_tool_schema("")
 
 
 def test_a_pin_call_is_pinned_like_a_marked_message():
     history = [*TASK, chatter(1), *pin_group(CONSTRAINT), chatter(2)]
-    assert ctxlab.pinned_indices(history) == {0, 1, 3}
+    assert ctxlab.trimming.pinned_indices(history) == {0, 1, 3}
     marked = [*TASK, chatter(1), {**history[3], "pinned": True}, *history[4:]]
-    assert ctxlab.pinned_indices(marked) == ctxlab.pinned_indices(history)
+    assert ctxlab.trimming.pinned_indices(marked) == ctxlab.trimming.pinned_indices(history)
 
 
 def test_the_pin_tool_name_is_configurable_and_can_be_turned_off():
     history = [*TASK, *pin_group(CONSTRAINT, name="remember")]
-    assert 2 not in ctxlab.pinned_indices(history)
-    assert 2 in ctxlab.pinned_indices(history, pin_tool="remember")
-    assert 2 not in ctxlab.pinned_indices([*TASK, *pin_group(CONSTRAINT)], pin_tool=None)
+    assert 2 not in ctxlab.trimming.pinned_indices(history)
+    assert 2 in ctxlab.trimming.pinned_indices(history, pin_tool="remember")
+    assert 2 not in ctxlab.trimming.pinned_indices([*TASK, *pin_group(CONSTRAINT)], pin_tool=None)
 
 
 def test_pinned_false_takes_a_pin_call_out_of_the_pinned_list():
     group = pin_group(CONSTRAINT)
     history = [*TASK, {**group[0], "pinned": False}, group[1]]
-    assert ctxlab.pinned_indices(history) == {0, 1}
-    assert ctxlab.pinned_items(history) == []
+    assert ctxlab.trimming.pinned_indices(history) == {0, 1}
+    assert ctxlab.pins.pinned_items(history) == []
 
 
 def test_fit_keeps_the_pin_call_with_its_result_and_drops_the_middle():
@@ -94,12 +95,12 @@ def test_a_pin_call_among_parallel_calls_pins_the_whole_group():
 
 def test_growing_history_agrees_with_fit_on_pin_calls():
     history = [*TASK, chatter(1), *pin_group(CONSTRAINT, siblings=1), *[chatter(lap) for lap in range(2, 25)]]
-    grown = ctxlab.GrowingHistory(history)
+    grown = ctxlab.history.GrowingHistory(history)
     for allowance in (900, 1_500, 3_000):
         kept, dropped = grown.fit(allowance)
         assert (list(kept), list(dropped)) == ctxlab.fit(history, allowance)
     other = [*TASK, *pin_group(CONSTRAINT, name="remember"), *[chatter(lap) for lap in range(2, 25)]]
-    assert list(ctxlab.GrowingHistory(other, pin_tool="remember").fit(900)[0]) == ctxlab.fit(
+    assert list(ctxlab.history.GrowingHistory(other, pin_tool="remember").fit(900)[0]) == ctxlab.fit(
         other, 900, pin_tool="remember")[0]
 
 
@@ -110,7 +111,7 @@ def test_pinned_items_reads_the_pinned_list_in_order():
     history = [*TASK, {"role": "user", "content": "Reply in French.", "pinned": True, "step": 1},
                *pin_group("Ticket T-1042", kind="identifier", call_id="p2"),
                *pin_group(CONSTRAINT, kind=None, call_id="p3", arguments=json.dumps({"text": CONSTRAINT}))]
-    items = ctxlab.pinned_items(history)
+    items = ctxlab.pins.pinned_items(history)
     assert [(p.text, p.kind, p.index, p.call_id) for p in items] == [
         ("Reply in French.", None, 2, None), ("Ticket T-1042", "identifier", 3, "p2"), (CONSTRAINT, None, 5, "p3")]
     assert [p.line() for p in items][1] == "[identifier] Ticket T-1042"
@@ -118,7 +119,7 @@ def test_pinned_items_reads_the_pinned_list_in_order():
 
 def test_a_prompts_summary_is_not_an_item():
     summary = ctxlab.summary_message("FACTS:\n- none")
-    assert ctxlab.pinned_items([*TASK, summary]) == []
+    assert ctxlab.pins.pinned_items([*TASK, summary]) == []
 
 
 @pytest.mark.parametrize("arguments, problem", [
@@ -130,9 +131,9 @@ def test_a_prompts_summary_is_not_an_item():
 def test_a_malformed_pin_call_is_still_kept_and_pinned_items_names_it(arguments, problem):
     history = [*TASK, chatter(1), *pin_group("", arguments=arguments, call_id="bad"), chatter(2)]
     ctxlab.validate_messages(history)  # the API accepts it, and so does ctxlab
-    assert 3 in ctxlab.pinned_indices(history)
+    assert 3 in ctxlab.trimming.pinned_indices(history)
     with pytest.raises(ctxlab.MessageError, match=rf"message 3: pin call 'bad' .*{problem}.*\"pinned\": False") as err:
-        ctxlab.pinned_items(history)
+        ctxlab.pins.pinned_items(history)
     assert err.value.index == 3
 
 
@@ -144,7 +145,7 @@ def test_build_context_copies_an_old_pin_call_into_the_pinned_head_verbatim():
     history = [*TASK, *group, *[chatter(lap, 60) for lap in range(2, 40)]]
     budget = ctxlab.ContextBudget(window=3_000, reserve_output=500)
     context = ctxlab.build_context(history, budget, client=ctxlab.OfflineSummariser())
-    sent = ctxlab.strip_course_keys(group)
+    sent = ctxlab.course.strip_course_keys(group)
     assert context.summary is not None and context.messages[2:2 + len(sent)] == sent  # above the summary
     assert ctxlab.is_summary(context.messages[2 + len(sent)])
     assert context.allocation.pinned >= ctxlab.count_messages(sent) - 3  # the pinned list's line of the budget
@@ -156,7 +157,7 @@ def test_an_old_pin_calls_results_are_not_compressed():
     group = pin_group(CONSTRAINT, step=1, siblings=1)
     history = [*TASK, *group, *[chatter(lap, 5) for lap in range(2, 12)]]
     context = ctxlab.build_context(history, ctxlab.ContextBudget(window=16_000, reserve_output=500), step=11)
-    assert contiguous(ctxlab.strip_course_keys(group), context.messages)
+    assert contiguous(ctxlab.course.strip_course_keys(group), context.messages)
 
 
 # --- the property: a pin call on a long random record survives, verbatim ---------------------------
@@ -192,7 +193,7 @@ def records_with_a_pin(draw):
 def test_a_pin_call_survives_fit_and_build_context_verbatim(case):
     record, group, share = case
     total = ctxlab.count_messages(record)
-    newest = ctxlab.turn_group_spans(record)[-1][0]
+    newest = ctxlab.trimming.turn_group_spans(record)[-1][0]
     floor = 2 * (ctxlab.count_messages(record[:2]) + ctxlab.count_messages(group)
                  + ctxlab.count_messages(record[newest:])) + 600
     allowance = max(floor, int(total * share))
@@ -201,7 +202,7 @@ def test_a_pin_call_survives_fit_and_build_context_verbatim(case):
     assert contiguous(group, kept) and not any(m is g for m in dropped for g in group)
 
     budget = ctxlab.ContextBudget(window=allowance + 400, reserve_output=200)
-    sent = ctxlab.strip_course_keys(group)
+    sent = ctxlab.course.strip_course_keys(group)
     calls = ctxlab.model_calls(record)
     state = None
     for index in calls[::8] + [len(record)]:  # laps of the run, the state carried from one to the next
@@ -218,7 +219,7 @@ def test_a_pin_call_survives_fit_and_build_context_verbatim(case):
 
 def _runs():
     """A 40-lap research run with a constraint stated once at lap 3, and the same with it pinned."""
-    run = repeat_laps(ctxlab.load_transcript("research"), 40)
+    run = repeat_laps(ctxlab.course.load_transcript("research"), 40)
     at = next(i for i, m in enumerate(run) if m.get("step") == 3 and m["role"] == "assistant")
     said = {"role": "user", "content": CONSTRAINT, "step": 3}
     return [*run[:at], said, *run[at:]], [*run[:at], said, *pin_group(CONSTRAINT, step=3), *run[at:]]
@@ -246,7 +247,7 @@ class Assembled:
 def test_the_compaction_trap_a_constraint_said_once_is_lost_and_survives_when_pinned():
     said, pinned = _runs()
     budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=600, summary_max=100)
-    tools = ctxlab.load_tools("research")
+    tools = ctxlab.course.load_tools("research")
     probes = {"constraint": CONSTRAINT}
     lost = ctxlab.replay(said, Assembled(), budget=budget, tools=tools, probes=probes)
     kept = ctxlab.replay(pinned, Assembled(), budget=budget, tools=tools, probes=probes)
@@ -265,4 +266,4 @@ def test_the_assembler_keeps_an_old_pin_call_like_build_context():
     assembler = ctxlab.Assembler(budget, client=ctxlab.OfflineSummariser())
     for index in ctxlab.model_calls(history)[::5] + [len(history)]:
         context = assembler.context(history[:index])
-    assert contiguous(ctxlab.strip_course_keys(group), context.messages)
+    assert contiguous(ctxlab.course.strip_course_keys(group), context.messages)

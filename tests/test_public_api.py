@@ -1,67 +1,144 @@
-"""The public surface is deliberate, documented, and light to import."""
+"""The public surface is deliberate, documented, and light to import.
+
+``ctxlab`` is the practitioner's library: at most about 40 names, each with a docstring example.
+``ctxlab.course`` is the course's machinery around it. The library never imports the course part.
+Names that moved out of ``ctxlab.__all__`` read for one release with a warning naming their home
+(as httpx's ``test_exported_members.py`` pins its surface, these tests pin ours).
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import ctxlab
+import ctxlab.course
+
+PACKAGE = Path(ctxlab.__file__).parent
 
 CONTRACT = {  # names DESIGN.md promises; tests, lessons and benchmarks rely on them
     "encoding", "count_messages", "count_request", "turn_groups", "pairs_ok", "fit", "BudgetError",
     "ContextBudget",
 }
 
+PRACTITIONER = [  # what an agent builder needs, in the order ctxlab.__all__ lists it
+    "__version__",
+    "CtxlabError", "MessageError", "BudgetError", "SummaryError",
+    "encoding", "count_text", "count_message", "count_messages", "count_tools", "count_request", "TokenCounter",
+    "validate_messages", "ContextBudget", "model_calls",
+    "turn_groups", "pairs_ok", "fit", "HighLowTrimmer",
+    "compact", "trim_and_summarise", "summary_message", "is_summary", "get_client", "OfflineSummariser",
+    "CompactionTrigger",
+    "Scratchpad", "compress", "compress_history", "restore", "TrajectoryStore",
+    "build_context", "Assembler", "KeepEverything", "TruncateOldest", "Summarise", "Assemble", "replay",
+    "ReplayResult", "MemoryLog",
+]
 
-def test_contract_names_are_exported():
+COURSE = [
+    "check", "check_all", "yours_or_reference", "check_environment",
+    "transcript_names", "transcript_info", "load_transcript", "load_tools", "COURSE_KEYS", "strip_course_keys",
+    "ScriptedClient",
+    "TranscriptLayout", "WindowLayout", "layout_window", "render_layout_html",
+]
+
+# The modules the course's machinery lives in, for now beside the library's: the library must not
+# import them (the package ctxlab.course re-exports them).
+COURSE_MODULES = {"checking", "environment", "transcripts", "layout", "layout_html", "widgets", "plots", "course"}
+# What still crosses, each with its reason; the list only shrinks.
+KNOWN_CROSSINGS = {
+    ("__init__", "layout"): "the retired keep_everything and WindowReplay are answered from ctxlab.layout",
+    ("replaying", "transcripts"): "ctxlab.replay takes a course transcript's name as well as messages",
+    ("policies", "layout"): "a docstring names the layout; no import",
+}
+
+
+def _public(module) -> set[str]:
+    public = {n for n in vars(module) if not n.startswith("_")}
+    return public - {n for n in public if inspect.ismodule(getattr(module, n))}
+
+
+def test_the_practitioner_api_is_exactly_this_list():
+    assert ctxlab.__all__ == PRACTITIONER
+    assert len(ctxlab.__all__) <= 40
     assert set(ctxlab.__all__) >= CONTRACT
 
 
 def test_all_lists_exactly_the_public_names():
-    public = {n for n in dir(ctxlab) if not n.startswith("_")}
-    modules = {n for n in public if inspect.ismodule(getattr(ctxlab, n))}
-    assert set(ctxlab.__all__) - {"__version__"} == public - modules
+    assert set(ctxlab.__all__) - {"__version__"} == _public(ctxlab)
+    assert set(ctxlab.course.__all__) == _public(ctxlab.course) == set(COURSE)
 
 
-def test_every_public_name_is_documented_and_functions_show_an_example():
-    for name in ctxlab.__all__:
-        obj = getattr(ctxlab, name)
-        if callable(obj):
-            doc = inspect.getdoc(obj) or ""
-            assert doc, f"ctxlab.{name} has no docstring"
-            if inspect.isfunction(obj) or (inspect.isclass(obj) and not issubclass(obj, Exception)):
-                assert ">>>" in doc, f"ctxlab.{name}: add a tiny example to the docstring"
+@pytest.mark.parametrize("owner", [ctxlab, ctxlab.course], ids=["ctxlab", "ctxlab.course"])
+def test_every_public_name_is_documented_with_an_example(owner):
+    for name in owner.__all__:
+        if name == "__version__":
+            continue
+        obj = getattr(owner, name)
+        doc = inspect.getdoc(obj) or ""
+        if not callable(obj):
+            continue  # a constant: documented where it is defined
+        assert doc, f"{owner.__name__}.{name} has no docstring"
+        assert ">>>" in doc, f"{owner.__name__}.{name}: add a tiny example to the docstring"
 
 
-def test_compaction_trigger_is_exported():
-    assert {"compaction_due", "CompactionTrigger", "Compaction"} <= set(ctxlab.__all__)
-    assert ctxlab.CompactionTrigger.__module__ == "ctxlab.compaction"
+def test_no_course_name_in_the_library_and_none_twice():
+    assert not set(ctxlab.__all__) & set(ctxlab.course.__all__)
 
 
-def test_replanning_hook_is_exported():
-    assert {"replan_after", "replan_due", "replan_message", "REPLAN_HEADER", "REPLAN_KINDS"} <= set(ctxlab.__all__)
-    assert ctxlab.replan_after.__module__ == "ctxlab.replanning"
+def test_every_moved_name_reads_with_a_warning_naming_its_home():
+    for old, home in ctxlab._MOVED.items():
+        module, _, attribute = home.partition(":")
+        expected = getattr(importlib.import_module(module), attribute)
+        with pytest.warns(DeprecationWarning, match=re.escape(f"ctxlab.{old} moved to {module}.{attribute}")):
+            assert getattr(ctxlab, old) is expected
+        assert old not in ctxlab.__all__ and old not in dir(ctxlab)
 
 
-def test_eviction_order_is_exported():
-    assert {"EVICTION_ORDER", "SMALL_TALK_MAX_TOKENS", "small_talk"} <= set(ctxlab.__all__)
-    assert ctxlab.small_talk.__module__ == "ctxlab.eviction"
-    assert ctxlab.SMALL_TALK_MAX_TOKENS == 40
+def test_the_names_that_moved_are_the_ones_that_left():
+    before = set(ctxlab._MOVED) | set(ctxlab.__all__)
+    assert len(before) == 103  # ctxlab.__all__ before the split: nothing lost
+    assert set(COURSE) <= set(ctxlab._MOVED)
 
 
-def test_import_does_not_pull_in_display_libraries():
-    code = "import sys, ctxlab; print(sorted(m for m in ('ipywidgets', 'matplotlib', 'openai', 'IPython') if m in sys.modules))"
+def _imports(path: Path) -> set[str]:
+    """The ctxlab modules ``path`` imports (relative or absolute), by their short names."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 and node.module:
+                found.add(node.module.split(".")[0])
+            elif node.level == 1:
+                found.update(alias.name for alias in node.names)
+            elif node.module and node.module.startswith("ctxlab."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("ctxlab."))
+    return found
+
+
+def test_the_library_never_imports_the_course_part():
+    crossings = set()
+    for path in sorted(PACKAGE.glob("*.py")):
+        if path.stem in COURSE_MODULES:
+            continue
+        crossings |= {(path.stem, module) for module in _imports(path) & COURSE_MODULES}
+        if path.stem == "policies":
+            crossings.add(("policies", "layout"))
+    assert crossings == set(KNOWN_CROSSINGS), "a library module imports the course's: move it, or list it with its reason"
+
+
+def test_import_does_not_pull_in_display_libraries_or_the_course():
+    code = ("import sys, ctxlab; print(sorted(m for m in ('ipywidgets', 'matplotlib', 'openai', 'IPython', "
+            "'ctxlab.course', 'ctxlab.checking', 'ctxlab.environment') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-
-
-def test_the_pinned_list_is_exported():
-    assert {"PIN_TOOL", "PIN_KINDS", "Pin", "pin_tool_schema", "pinned_items"} <= set(ctxlab.__all__)
-    assert ctxlab.pinned_items.__module__ == "ctxlab.pins" and ctxlab.PIN_TOOL == "pin"
 
 
 def test_one_public_name_per_idea():
@@ -69,13 +146,20 @@ def test_one_public_name_per_idea():
     assert {n for n in names if "replay" in n.lower()} == {"replay", "ReplayResult"}  # one replay
     assert {n for n in names if "everything" in n.lower()} == {"KeepEverything"}
     assert {n for n in names if "summar" in n.lower() and callable(getattr(ctxlab, n))} == {
-        "trim_and_summarise", "Summarise", "OfflineSummariser", "is_summary", "summary_message",
-        "summary_text", "summary_model", "SummaryError"}
+        "trim_and_summarise", "Summarise", "OfflineSummariser", "is_summary", "summary_message", "SummaryError"}
+
+
+def test_finer_parts_stay_public_in_their_modules():
+    assert ctxlab.compaction.CompactionTrigger is ctxlab.CompactionTrigger
+    assert ctxlab.replanning.replan_after.__module__ == "ctxlab.replanning"
+    assert ctxlab.eviction.small_talk.__module__ == "ctxlab.eviction"
+    assert ctxlab.eviction.SMALL_TALK_MAX_TOKENS == 40
+    assert ctxlab.pins.pinned_items.__module__ == "ctxlab.pins" and ctxlab.pins.PIN_TOOL == "pin"
 
 
 RETIRED = {  # old name: (what the warning names, the module that defines it)
     "keep_everything": ("ctxlab.KeepEverything()", "ctxlab.layout"),
-    "WindowReplay": ("ctxlab.TranscriptLayout", "ctxlab.layout"),
+    "WindowReplay": ("ctxlab.course.TranscriptLayout", "ctxlab.layout"),
     "replay_prompts": ("ctxlab.model_calls", "ctxlab.watermarks"),
 }
 
@@ -95,7 +179,7 @@ def test_retired_names_still_work_as_before():
     with pytest.warns(DeprecationWarning):
         assert ctxlab.keep_everything(run, 1) == (run, [])
     with pytest.warns(DeprecationWarning):
-        assert ctxlab.WindowReplay is ctxlab.TranscriptLayout
+        assert ctxlab.WindowReplay is ctxlab.course.TranscriptLayout
     with pytest.warns(DeprecationWarning):
         assert [len(p) for p in ctxlab.replay_prompts(run, lambda h: h)] == [1, 3]
     with pytest.warns(DeprecationWarning, match="OfflineSummariser"):

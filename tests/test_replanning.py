@@ -25,10 +25,10 @@ PAD = ctxlab.Scratchpad(
 
 
 def test_message_is_header_goal_plan_then_failures():
-    message = ctxlab.replan_message(PAD)
+    message = ctxlab.replanning.replan_message(PAD)
     assert set(message) == {"role", "content"} and message["role"] == "user"
     assert message["content"] == (
-        f"{ctxlab.REPLAN_HEADER}\n"
+        f"{ctxlab.replanning.REPLAN_HEADER}\n"
         "GOAL: Brief the board on heat pumps\n\n"
         "REMAINING:\n- read the Nordic study\n- write the brief\n\n"
         'DO NOT RETRY:\n- fetch_pdf {"url": "u"}: http_403: paywall'
@@ -36,63 +36,63 @@ def test_message_is_header_goal_plan_then_failures():
 
 
 def test_message_leaves_out_done_facts_questions_and_empty_sections():
-    content = ctxlab.replan_message(ctxlab.Scratchpad(goal="g", done=["x"], facts={"a": "1"}))["content"]
-    assert content == f"{ctxlab.REPLAN_HEADER}\nGOAL: g"
+    content = ctxlab.replanning.replan_message(ctxlab.Scratchpad(goal="g", done=["x"], facts={"a": "1"}))["content"]
+    assert content == f"{ctxlab.replanning.REPLAN_HEADER}\nGOAL: g"
 
 
 def test_message_is_not_a_scratchpad_message():
-    assert not ctxlab.is_scratchpad_message(ctxlab.replan_message(PAD))
+    assert not ctxlab.scratchpad.is_scratchpad_message(ctxlab.replanning.replan_message(PAD))
 
 
 @pytest.mark.parametrize("kind", ["trim", "summarise", "summary_failed"])
 def test_a_big_cut_of_each_kind_is_due(kind):
-    assert ctxlab.replan_due([event(kind)])["kind"] == kind
+    assert ctxlab.replanning.replan_due([event(kind)])["kind"] == kind
 
 
 @pytest.mark.parametrize("kind", ["compress", "scratchpad", "assemble"])
 def test_other_kinds_are_never_due(kind):
-    assert ctxlab.replan_due([event(kind, before=1_000, after=10)]) is None
+    assert ctxlab.replanning.replan_due([event(kind, before=1_000, after=10)]) is None
 
 
 def test_exactly_the_share_is_due_just_under_is_not():
-    assert ctxlab.replan_due([event(before=1_000, after=750)]) is not None
-    assert ctxlab.replan_due([event(before=1_000, after=751)]) is None
+    assert ctxlab.replanning.replan_due([event(before=1_000, after=750)]) is not None
+    assert ctxlab.replanning.replan_due([event(before=1_000, after=751)]) is None
 
 
 def test_every_event_is_looked_at_not_only_the_last():
     events = [event("summarise", 9_000, 3_000), event("scratchpad", 400, 300), event("assemble", 20_000, 9_000)]
-    assert ctxlab.replan_due(events)["kind"] == "summarise"
+    assert ctxlab.replanning.replan_due(events)["kind"] == "summarise"
 
 
 def test_a_summary_failure_that_changed_nothing_is_not_due():
-    assert ctxlab.replan_due([event("summary_failed", 5_000, 5_000)]) is None
+    assert ctxlab.replanning.replan_due([event("summary_failed", 5_000, 5_000)]) is None
 
 
 def test_zero_tokens_before_is_not_due_and_does_not_divide():
-    assert ctxlab.replan_due([event(before=0, after=0)]) is None
+    assert ctxlab.replanning.replan_due([event(before=0, after=0)]) is None
 
 
 def test_memory_events_and_a_log_work_as_well_as_dicts():
     log = ctxlab.MemoryLog()
     log.record("trim", lap=3, tokens_before=8_000, tokens_after=4_000)
-    assert ctxlab.replan_due(log) is log[0]
-    assert ctxlab.replan_after(PAD, log.rows()) == ctxlab.replan_message(PAD)
+    assert ctxlab.replanning.replan_due(log) is log[0]
+    assert ctxlab.replanning.replan_after(PAD, log.rows()) == ctxlab.replanning.replan_message(PAD)
 
 
 def test_min_share_is_used():
-    assert ctxlab.replan_due([event(before=1_000, after=600)], min_share=0.5) is None
-    assert ctxlab.replan_due([event(before=1_000, after=400)], min_share=0.5) is not None
+    assert ctxlab.replanning.replan_due([event(before=1_000, after=600)], min_share=0.5) is None
+    assert ctxlab.replanning.replan_due([event(before=1_000, after=400)], min_share=0.5) is not None
 
 
 @pytest.mark.parametrize("bad", [0, -0.1, 1.5, True, "0.25"])
 def test_min_share_must_be_a_fraction(bad):
     with pytest.raises(ValueError, match="min_share"):
-        ctxlab.replan_due([], min_share=bad)
+        ctxlab.replanning.replan_due([], min_share=bad)
 
 
 def test_replan_message_needs_a_scratchpad():
     with pytest.raises(TypeError, match="Scratchpad"):
-        ctxlab.replan_message({"goal": "g"})
+        ctxlab.replanning.replan_message({"goal": "g"})
 
 
 def test_replan_after_a_build_context_that_trimmed():
@@ -105,9 +105,9 @@ def test_replan_after_a_build_context_that_trimmed():
     pad = ctxlab.Scratchpad(goal="Find why the export failed", remaining=["write the note"])
     budget = ctxlab.ContextBudget(window=3_000, reserve_output=500)
     context = ctxlab.build_context(history, budget, scratchpad=pad)
-    assert ctxlab.replan_after(pad, context.log) == ctxlab.replan_message(pad)
+    assert ctxlab.replanning.replan_after(pad, context.log) == ctxlab.replanning.replan_message(pad)
     quiet = ctxlab.build_context(history[:4], budget, scratchpad=pad)
-    assert ctxlab.replan_after(pad, quiet.log) is None
+    assert ctxlab.replanning.replan_after(pad, quiet.log) is None
 
 
 events_strategy = st.lists(
@@ -124,14 +124,14 @@ events_strategy = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(events=events_strategy, share=st.floats(min_value=0.01, max_value=1.0))
 def test_due_exactly_when_some_cutting_event_took_out_the_share(events, share):
-    due = ctxlab.replan_due(events, min_share=share)
+    due = ctxlab.replanning.replan_due(events, min_share=share)
     expected = [
         e for e in events
-        if e["kind"] in ctxlab.REPLAN_KINDS and e["tokens_before"] > 0
+        if e["kind"] in ctxlab.replanning.REPLAN_KINDS and e["tokens_before"] > 0
         and e["tokens_before"] - e["tokens_after"] >= share * e["tokens_before"]
     ]
     assert due == (expected[0] if expected else None)
-    message = ctxlab.replan_after(PAD, events, min_share=share)
+    message = ctxlab.replanning.replan_after(PAD, events, min_share=share)
     assert (message is None) == (not expected)
 
 
@@ -141,8 +141,8 @@ def test_due_exactly_when_some_cutting_event_took_out_the_share(events, share):
     remaining=st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=12), max_size=5),
 )
 def test_message_starts_with_header_then_goal_and_keeps_the_plan_in_order(goal, remaining):
-    lines = ctxlab.replan_message(ctxlab.Scratchpad(goal=goal, remaining=remaining))["content"].splitlines()
-    assert lines[0] == ctxlab.REPLAN_HEADER and lines[1] == f"GOAL: {goal.strip()}"
+    lines = ctxlab.replanning.replan_message(ctxlab.Scratchpad(goal=goal, remaining=remaining))["content"].splitlines()
+    assert lines[0] == ctxlab.replanning.REPLAN_HEADER and lines[1] == f"GOAL: {goal.strip()}"
     assert [line[2:] for line in lines if line.startswith("- ")] == remaining
 
 

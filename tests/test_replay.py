@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.caching import message_token_ids, prefix_reuse
 from ctxlab.policies import Assemble, KeepEverything, Summarise, TruncateOldest
 from ctxlab.replaying import LapRecord, ReplayResult, compare_runs, replay
@@ -25,20 +26,20 @@ def research_runs():
 
 
 def test_token_ids_match_the_counting_rule_on_every_transcript():
-    for name in ctxlab.transcript_names():
-        for message in ctxlab.load_transcript(name):
+    for name in ctxlab.course.transcript_names():
+        for message in ctxlab.course.load_transcript(name):
             assert len(message_token_ids(message)) == ctxlab.count_message(message)
 
 
 def test_a_prompt_that_extends_the_last_one_reuses_all_of_it():
-    research = ctxlab.load_transcript("research")
-    tools = ctxlab.load_tools("research")
+    research = ctxlab.course.load_transcript("research")
+    tools = ctxlab.course.load_tools("research")
     assert prefix_reuse(research[:10], research[:14], tools=tools) == ctxlab.count_messages(research[:10]) - 3 + ctxlab.count_tools(tools)
     assert prefix_reuse(None, research[:14], tools=tools) == 0
 
 
 def test_a_change_near_the_start_breaks_the_prefix_there():
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     changed = [*research[:3], {**research[3], "content": "compressed"}, *research[4:10]]
     head = sum(map(ctxlab.count_message, research[:3]))
     assert head + 3 <= prefix_reuse(research[:10], changed) < head + ctxlab.count_message(research[3])
@@ -66,9 +67,9 @@ def test_prefix_reuse_properties(a, b):
 
 def test_keep_everything_matches_the_bill_of_lesson_01(research_runs):
     run = research_runs["keep everything"]
-    research, tools = ctxlab.load_transcript("research"), ctxlab.load_tools("research")
-    assert [r.tokens for r in run.laps] == ctxlab.context_per_lap(research, tools)
-    assert run.laps[-1].billed == ctxlab.billed_input(research, tools)
+    research, tools = ctxlab.course.load_transcript("research"), ctxlab.course.load_tools("research")
+    assert [r.tokens for r in run.laps] == ctxlab.budget.context_per_lap(research, tools)
+    assert run.laps[-1].billed == ctxlab.budget.billed_input(research, tools)
     assert all(r.reused == p.tokens - 3 for r, p in zip(run.laps[1:], run.laps, strict=False))
     assert run.summary()["laps over budget"] > 0
     assert run.survived() == {"goal": True, "constraint": True, "failure": True}
@@ -102,7 +103,7 @@ def test_trimming_rarely_keeps_a_longer_cached_prefix_than_trimming_every_lap():
 
 
 def test_a_message_list_and_custom_probes_can_be_replayed():
-    refund = ctxlab.load_transcript("refund")
+    refund = ctxlab.course.load_transcript("refund")
     run = replay(refund, lambda history, **_: history, budget=BUDGET, probes={"card": "card_account_closed"})
     assert run.policy == "<lambda>"
     assert run.first_seen == {"card": 5} and run.survived() == {"card": True}
@@ -111,7 +112,7 @@ def test_a_message_list_and_custom_probes_can_be_replayed():
 
 def test_policies_refuse_a_history_that_goes_backwards():
     policy = KeepEverything()
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     policy(research[:10], lap=5, budget=BUDGET)
     with pytest.raises(ValueError, match="reset"):
         policy(research[:5], lap=3, budget=BUDGET)

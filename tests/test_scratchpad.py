@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.scratchpad import SCRATCHPAD_HEADER, SECTIONS, SHED_ORDER, call_signature
 
 HEADINGS = {heading: section for section, heading in SECTIONS}
@@ -71,8 +72,8 @@ def test_message_is_a_user_message_that_says_what_it_is():
     message = full_pad().message()
     assert message["role"] == "user"
     assert message["content"] == f"{SCRATCHPAD_HEADER}\n{full_pad().render()}"
-    assert ctxlab.is_scratchpad_message(message)
-    assert not ctxlab.is_scratchpad_message({"role": "user", "content": "GOAL: x"})
+    assert ctxlab.scratchpad.is_scratchpad_message(message)
+    assert not ctxlab.scratchpad.is_scratchpad_message({"role": "user", "content": "GOAL: x"})
     ctxlab.validate_messages([message])
 
 
@@ -86,7 +87,7 @@ def test_round_trip_through_a_dict():
 
 def failure(result):
     pad = ctxlab.Scratchpad(goal="g")
-    ctxlab.update_scratchpad(pad, tool_call("f"), result)
+    ctxlab.scratchpad.update_scratchpad(pad, tool_call("f"), result)
     return next(iter(pad.failed.values()), None), pad.done
 
 
@@ -103,7 +104,7 @@ def failure(result):
 )
 def test_error_shaped_results_are_failures(result, reason):
     assert failure(result) == (reason, [])
-    assert reason == ctxlab.failure_of(result if isinstance(result, str) else json.dumps(result))  # one rule
+    assert reason == ctxlab.summarising.failure_of(result if isinstance(result, str) else json.dumps(result))  # one rule
 
 
 @pytest.mark.parametrize(
@@ -116,9 +117,9 @@ def test_other_results_are_successes(result):
 
 
 def test_refund_decline_code_is_kept_in_the_reason():
-    refund = ctxlab.load_transcript("refund")
+    refund = ctxlab.course.load_transcript("refund")
     reason, _ = failure(refund[9]["content"])
-    assert ctxlab.transcript_info("refund")["probes"]["failure"] in reason
+    assert ctxlab.course.transcript_info("refund")["probes"]["failure"] in reason
     assert "retryable=false" in reason
 
 
@@ -131,7 +132,7 @@ def test_a_repeated_failure_is_recorded_once_with_its_first_lap():
     pad = ctxlab.Scratchpad(goal="g")
     call = tool_call("fetch_pdf", url="https://x.example/a.pdf")
     for lap in (7, 17, 31):
-        ctxlab.update_scratchpad(pad, call, {"error": "http_403", "message": "paywall"}, step=lap)
+        ctxlab.scratchpad.update_scratchpad(pad, call, {"error": "http_403", "message": "paywall"}, step=lap)
     assert pad.failed == {'fetch_pdf {"url": "https://x.example/a.pdf"}': "http_403: paywall (lap 7)"}
     assert pad.done == []
 
@@ -145,16 +146,16 @@ def test_the_same_call_matches_whatever_its_argument_order():
 def test_a_success_adds_one_short_done_line_and_clears_an_earlier_failure():
     pad = ctxlab.Scratchpad(goal="g")
     call = tool_call("read_page", url="https://x.example")
-    ctxlab.update_scratchpad(pad, call, "Error: timeout", step=3)
+    ctxlab.scratchpad.update_scratchpad(pad, call, "Error: timeout", step=3)
     assert pad.failed
     page = "URL: https://x.example\nTitle: Heat pumps in the cold\n" + "body text " * 2_000
-    ctxlab.update_scratchpad(pad, call, page, step=4)
+    ctxlab.scratchpad.update_scratchpad(pad, call, page, step=4)
     assert pad.failed == {}
     assert pad.done == ['read_page {"url": "https://x.example"} -> Title: Heat pumps in the cold (lap 4)']
 
 
 def test_update_is_deterministic_and_bounded_per_call():
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     pads = []
     for _ in range(2):
         pad = ctxlab.Scratchpad(goal="research heat pumps")
@@ -163,7 +164,7 @@ def test_update_is_deterministic_and_bounded_per_call():
             for call in message.get("tool_calls") or []:
                 calls[call["id"]] = call
             if message["role"] == "tool":
-                ctxlab.update_scratchpad(pad, calls[message["tool_call_id"]], message["content"], step=message["step"])
+                ctxlab.scratchpad.update_scratchpad(pad, calls[message["tool_call_id"]], message["content"], step=message["step"])
         pads.append(pad)
     assert pads[0] == pads[1]
     assert all(len(line) <= 200 for line in pads[0].done)
@@ -172,14 +173,14 @@ def test_update_is_deterministic_and_bounded_per_call():
 
 def test_extract_adds_facts():
     pad = ctxlab.Scratchpad(goal="g")
-    ctxlab.update_scratchpad(pad, tool_call("lookup_doi", doi="10.5555/x"), '{"published": "2022-03-01"}',
+    ctxlab.scratchpad.update_scratchpad(pad, tool_call("lookup_doi", doi="10.5555/x"), '{"published": "2022-03-01"}',
                              extract=lambda call, result: {"10.5555/x published": json.loads(result)["published"]})
     assert pad.facts == {"10.5555/x published": "2022-03-01"}
 
 
 def test_research_run_would_have_said_do_not_retry_after_the_first_failure():
-    research = ctxlab.load_transcript("research")
-    probe = ctxlab.transcript_info("research")["probes"]["failure"]
+    research = ctxlab.course.load_transcript("research")
+    probe = ctxlab.course.transcript_info("research")["probes"]["failure"]
     pad = ctxlab.Scratchpad(goal="research heat pumps")
     calls, warned_at = {}, []
     for message in research:
@@ -188,7 +189,7 @@ def test_research_run_would_have_said_do_not_retry_after_the_first_failure():
             if call_signature(call) in pad.failed:
                 warned_at.append(message["step"])
         if message["role"] == "tool":
-            ctxlab.update_scratchpad(pad, calls[message["tool_call_id"]], message["content"], step=message["step"])
+            ctxlab.scratchpad.update_scratchpad(pad, calls[message["tool_call_id"]], message["content"], step=message["step"])
     assert warned_at == [17, 31]  # the retries the agent made although the pad already said no
     assert probe in pad.render() and "DO NOT RETRY" in pad.render()
 

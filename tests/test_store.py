@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 
 
 def result(call_id, content, step=1):
@@ -14,7 +15,7 @@ def result(call_id, content, step=1):
 
 
 def test_a_run_is_reloaded_exactly_in_order():
-    research = ctxlab.load_transcript("research")
+    research = ctxlab.course.load_transcript("research")
     with ctxlab.TrajectoryStore(run="research") as store:
         refs = store.extend(research)
         assert refs[16] == "research#16"
@@ -25,7 +26,7 @@ def test_a_run_is_reloaded_exactly_in_order():
 
 def test_the_store_survives_closing_and_reopening_the_file(tmp_path):
     path = tmp_path / "trajectory.sqlite3"
-    refund = ctxlab.load_transcript("refund")
+    refund = ctxlab.course.load_transcript("refund")
     store = ctxlab.TrajectoryStore(path, run="refund")
     ref = store.append(refund[0])
     store.extend(refund[1:])
@@ -53,16 +54,16 @@ def test_save_result_is_idempotent_and_never_overwrites():
         full = result("c1", "the full page")
         assert store.save_result(full) == store.save_result(dict(full)) == "r#0"
         assert store.ref_for("c1") == "r#0"
-        with pytest.raises(ctxlab.StoreError, match="different content"):
+        with pytest.raises(ctxlab.errors.StoreError, match="different content"):
             store.save_result({**full, "content": "a compressed view"})
-        with pytest.raises(ctxlab.StoreError, match="tool message"):
+        with pytest.raises(ctxlab.errors.StoreError, match="tool message"):
             store.save_result({"role": "user", "content": "x"})
 
 
 def test_a_failed_extend_stores_nothing():
     with ctxlab.TrajectoryStore(run="r") as store:
         store.append(result("c1", "a"))
-        with pytest.raises(ctxlab.StoreError, match="already holds the result of tool call 'c1'"):
+        with pytest.raises(ctxlab.errors.StoreError, match="already holds the result of tool call 'c1'"):
             store.extend([result("c2", "b"), result("c1", "again")])
         assert len(store) == 1
 
@@ -79,11 +80,11 @@ def test_a_failed_extend_stores_nothing():
 def test_unknown_references_get_a_clear_error(ref, words):
     with ctxlab.TrajectoryStore(run="r") as store:
         store.extend([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
-        with pytest.raises(ctxlab.ReferenceNotFound) as err:
+        with pytest.raises(ctxlab.errors.ReferenceNotFound) as err:
             store.resolve(ref)
         assert words in str(err.value)
         assert isinstance(err.value, LookupError) and err.value.ref == str(ref)
-        with pytest.raises(ctxlab.ReferenceNotFound, match="no result for tool call 'zz'"):
+        with pytest.raises(ctxlab.errors.ReferenceNotFound, match="no result for tool call 'zz'"):
             store.ref_for("zz")
 
 
@@ -94,7 +95,7 @@ def test_run_names_must_fit_in_a_reference(run):
 
 
 def test_unstorable_messages_are_refused():
-    with ctxlab.TrajectoryStore() as store, pytest.raises(ctxlab.StoreError):
+    with ctxlab.TrajectoryStore() as store, pytest.raises(ctxlab.errors.StoreError):
         store.append({"content": "no role"})
 
 
@@ -145,7 +146,7 @@ def _in_thread(work):
 @pytest.mark.parametrize("where", ["memory", "file"])
 def test_a_store_made_in_one_thread_works_in_another(tmp_path, where):
     path = ":memory:" if where == "memory" else tmp_path / "t.sqlite3"
-    refund = ctxlab.load_transcript("refund")
+    refund = ctxlab.course.load_transcript("refund")
     with ctxlab.TrajectoryStore(path, run="refund") as store:
         refs = store.extend(refund[:3])
         assert _in_thread(lambda: store.resolve(refs[1])) == refund[1]

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 from ctxlab.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL
 
 
@@ -170,7 +171,7 @@ def test_count_tools_counts_the_typed_listing_the_model_reads():
 
 
 def test_token_counter_agrees_and_remembers():
-    messages = ctxlab.load_transcript("incident")
+    messages = ctxlab.course.load_transcript("incident")
     counter = ctxlab.TokenCounter()
     assert counter.messages(messages) == ctxlab.count_messages(messages)
     calls = counter.encoder_calls
@@ -241,7 +242,7 @@ def test_an_encoding_with_no_offline_source_says_what_to_do(tmp_path):
         import ctxlab
         try:
             ctxlab.encoding("p50k_base")
-        except ctxlab.EncodingUnavailable as err:
+        except ctxlab.errors.EncodingUnavailable as err:
             print(err)
         """,
         tmp_path / "cache",
@@ -330,8 +331,8 @@ def test_o200k_base_is_genuine_and_offline(tmp_path, monkeypatch):
         enc = ctxlab.encoding("o200k_base")
         assert enc.name == "o200k_base" and enc.n_vocab == 200_019
         assert enc.encode_ordinary("hello world") == [24912, 2375]  # tiktoken's published example
-        assert ctxlab.encoding_for_model("gpt-4o-mini") is enc
-        assert ctxlab.encoding_for_model("gpt-4").name == "cl100k_base"
+        assert ctxlab.tokens.encoding_for_model("gpt-4o-mini") is enc
+        assert ctxlab.tokens.encoding_for_model("gpt-4").name == "cl100k_base"
         # the seeded file is the genuine one: tiktoken loads it by name, hash-checked, offline
         url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
         cached = tmp_path / hashlib.sha1(url.encode()).hexdigest()  # tiktoken's own cache key
@@ -347,7 +348,7 @@ def _read_as_sent(messages, enc):
     (ctxlab.billing.as_rendered), then 3 per message, every string, 1 more per name, 3 plus
     name and arguments per call, 3 of priming."""
     total = 3
-    for message in ctxlab.billing.as_rendered(ctxlab.strip_course_keys(messages)):
+    for message in ctxlab.billing.as_rendered(ctxlab.course.strip_course_keys(messages)):
         total += 3
         for key, value in message.items():
             if isinstance(value, str):
@@ -365,8 +366,8 @@ def test_each_message_counted_alone_adds_up_to_the_exchange_as_the_model_reads_i
     stands alone; on a history whose calls are all answered that is the lookup rule exactly,
     once the results of each parallel call are read as the one message they are."""
     enc = ctxlab.encoding(encoding_name)
-    for name in ctxlab.transcript_names():
-        history = ctxlab.load_transcript(name)
+    for name in ctxlab.course.transcript_names():
+        history = ctxlab.course.load_transcript(name)
         assert ctxlab.count_messages(history, enc) + ctxlab.billing.parallel_results_difference(
-            ctxlab.strip_course_keys(history), enc) == _read_as_sent(history, enc), name
+            ctxlab.course.strip_course_keys(history), enc) == _read_as_sent(history, enc), name
         assert ctxlab.count_messages(history, enc) == 3 + sum(ctxlab.count_message(m, enc) for m in history)

@@ -163,7 +163,7 @@ def histories(draw):
 def test_fit_properties(history, allowance, keep_recent):
     counts = {id(m): ctxlab.count_message(m) for m in history}
     spans = turn_group_spans(history)
-    pins = ctxlab.pinned_indices(history)
+    pins = ctxlab.trimming.pinned_indices(history)
     try:
         kept, dropped = ctxlab.fit(history, allowance, keep_recent=keep_recent)
     except ctxlab.BudgetError as err:
@@ -213,7 +213,7 @@ def fit_reference(messages, allowance, *, keep_recent=1, count=ctxlab.count_mess
     if sum(tokens) <= allowance:
         return list(messages), []
     spans = turn_group_spans(messages)
-    pins = ctxlab.pinned_indices(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
     group_tokens = [sum(tokens[a:b]) for a, b in spans]
     pinned = {g for g, (a, b) in enumerate(spans) if pins & set(range(a, b))}
     required = pinned | set(range(max(0, len(spans) - keep_recent), len(spans)))

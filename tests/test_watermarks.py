@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+import ctxlab.course
 
-RESEARCH = ctxlab.load_transcript("research")
+RESEARCH = ctxlab.course.load_transcript("research")
 
 
 def prompts_per_call(history, trim):
@@ -62,7 +63,7 @@ def test_a_trim_goes_down_to_the_low_mark_and_keeps_pins_and_pairs():
 
 def test_count_trims_matches_an_independent_replay():
     for high, low in [(12_000, 6_000), (9_000, 8_000), (20_000, 4_000), (6_500, 6_000)]:
-        assert ctxlab.count_trims(RESEARCH, high=high, low=low) == reference_trims(RESEARCH, high, low), (high, low)
+        assert ctxlab.watermarks.count_trims(RESEARCH, high=high, low=low) == reference_trims(RESEARCH, high, low), (high, low)
 
 
 def test_the_prefix_is_stable_between_trims():
@@ -78,7 +79,7 @@ def test_high_low_trims_far_less_often_than_trimming_to_a_limit_every_lap():
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=6_000)
     high_low = prompts_per_call(RESEARCH, trimmer)
     assert len(prefix_breaks(every_lap)) > 3 * len(prefix_breaks(high_low))
-    assert ctxlab.count_trims(RESEARCH, high=12_000, low=11_000) > ctxlab.count_trims(RESEARCH, high=12_000, low=6_000)
+    assert ctxlab.watermarks.count_trims(RESEARCH, high=12_000, low=11_000) > ctxlab.watermarks.count_trims(RESEARCH, high=12_000, low=6_000)
 
 
 def test_each_message_is_counted_once_over_the_whole_run():
@@ -125,7 +126,7 @@ def test_with_a_client_dropped_laps_are_rolled_into_one_summary():
     assert trimmer.trims == log.count("summarise") > 1
     for prompt in prompts:
         assert sum(map(ctxlab.is_summary, prompt)) <= 1 and tokens(prompt) <= 12_000
-    failure = ctxlab.transcript_info("research")["probes"]["failure"]
+    failure = ctxlab.course.transcript_info("research")["probes"]["failure"]
     assert failure in json.dumps(prompts[-1])  # the failed fetch_pdf survives in the summary
     assert len(prefix_breaks(prompts)) == trimmer.trims
 
@@ -171,11 +172,11 @@ def test_high_low_properties(sizes, high, gap):
 
 def test_a_failing_summariser_can_fall_back_to_plain_trimming(monkeypatch):
     monkeypatch.setattr("ctxlab.llm.time.sleep", lambda seconds: None)
-    client = ctxlab.ScriptedClient([TimeoutError("stalled")] * 3)
+    client = ctxlab.course.ScriptedClient([TimeoutError("stalled")] * 3)
     trimmer = ctxlab.HighLowTrimmer(high=12_000, low=7_000, client=client, on_failure="trim")
     prompt = trimmer(RESEARCH[:31])
     assert trimmer.trims == 1 and tokens(prompt) <= 7_000
     (event,) = trimmer.log
     assert event.kind == "summary_failed" and [m for m in RESEARCH[:31] if m not in prompt] == list(event.messages)
     with pytest.raises(ctxlab.SummaryError):
-        ctxlab.HighLowTrimmer(high=12_000, low=7_000, client=ctxlab.ScriptedClient([TimeoutError()] * 3))(RESEARCH[:31])
+        ctxlab.HighLowTrimmer(high=12_000, low=7_000, client=ctxlab.course.ScriptedClient([TimeoutError()] * 3))(RESEARCH[:31])

@@ -611,9 +611,9 @@ class ContextBudget(ctxlab.ContextBudget):
 ]
 ATTACKS += [
     dict(name='puts-the-saved-code-back', cell='billed-input', source='''
-_saved = ctxlab.context_per_lap.__code__
+_saved = ctxlab.budget.context_per_lap.__code__
 def billed_input(messages, tools=None):
-    f = ctxlab.context_per_lap
+    f = ctxlab.budget.context_per_lap
     off = f.__code__
     f.__code__ = _saved
     try:

@@ -79,7 +79,7 @@ $assemble
 ''')
 FIT_PARTS = dict(
     default="count or ctxlab.count_message",
-    pinned="{id(messages[i]) for i in ctxlab.pinned_indices(messages)}",
+    pinned="{id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}",
     recent="set(range(max(0, len(groups) - keep_recent), len(groups)))",
     over=">",
     refuse='''        raise ctxlab.BudgetError(
@@ -433,7 +433,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
         name="keeps-a-pin-without-its-group",
         cell="fit-history",
         source=fit_with(
-            pinned="{id(messages[i]) for i in ctxlab.pinned_indices(messages)}",
+            pinned="{id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}",
             assemble='''    alone = {id(m) for g, group in enumerate(groups) if g not in keep for m in group if id(m) in pinned}
     kept = [m for g, group in enumerate(groups) for m in group if g in keep and id(m) not in alone or id(m) in alone]
     dropped = [m for g, group in enumerate(groups) if g not in keep for m in group if id(m) not in alone]
@@ -545,7 +545,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
-    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pinned = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
     keep |= set(range(max(0, len(groups) - keep_recent), len(groups)))
 
@@ -610,7 +610,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
-    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pinned = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     sizes = [sum(count(m) for m in group) for group in groups]
     pinned_groups = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
     keep = set(pinned_groups) | set(range(max(0, len(groups) - keep_recent), len(groups)))
@@ -640,7 +640,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
-    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pinned = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     sizes = [sum(count(m) for m in group) for group in groups]
     keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
     newest = set(range(max(0, len(groups) - keep_recent), len(groups)))
@@ -672,7 +672,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
-    pin_ids = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pin_ids = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     sizes = [sum(count(m) for m in group) for group in groups]
     pinned_groups = {g for g, group in enumerate(groups) if any(id(m) in pin_ids for m in group)}
     newest = set(range(max(0, len(groups) - keep_recent), len(groups)))
@@ -702,7 +702,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
     tokens = {id(m): count(m) for m in messages}
-    pin_ids = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pin_ids = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     pinned_groups = {g for g, group in enumerate(groups) if any(id(m) in pin_ids for m in group)}
     newest = set(range(max(0, len(groups) - keep_recent), len(groups))) - pinned_groups
     needed = sum(tokens[i] for i in pin_ids) + sum(tokens[id(m)] for g in newest for m in groups[g])
@@ -1047,7 +1047,7 @@ class BudgetError(Exception):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
-    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pinned = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     sizes = [sum(count(m) for m in group) for group in groups]
     keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
     keep |= set(range(max(0, len(groups) - keep_recent), len(groups)))
@@ -1156,7 +1156,7 @@ def pairs_ok(messages):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     """Return (kept, dropped): the messages that fit in `allowance` tokens, and the rest.
 
-    - every pinned message (ctxlab.pinned_indices: system messages, the first user message,
+    - every pinned message (ctxlab.trimming.pinned_indices: system messages, the first user message,
       any message marked "pinned": True) is kept, with its whole turn group;
     - the newest `keep_recent` turn groups are kept;
     - then older groups, newest first, while they fit; the first that does not fit and every
@@ -1210,7 +1210,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
 def fit(messages, allowance, *, keep_recent=1, count=None):
     """Return (kept, dropped): the messages that fit in `allowance` tokens, and the rest.
 
-    - every pinned message (ctxlab.pinned_indices: system messages, the first user message,
+    - every pinned message (ctxlab.trimming.pinned_indices: system messages, the first user message,
       any message marked "pinned": True) is kept, with its whole turn group;
     - the newest `keep_recent` turn groups are kept;
     - then older groups, newest first, while they fit; the first that does not fit and every
@@ -1232,7 +1232,7 @@ def fit(messages, allowance, *, keep_recent=1, count=None):
     """
     count = count or ctxlab.count_message
     groups = ctxlab.turn_groups(messages)
-    pinned = {id(messages[i]) for i in ctxlab.pinned_indices(messages)}
+    pinned = {id(messages[i]) for i in ctxlab.trimming.pinned_indices(messages)}
     sizes = [sum(count(m) for m in group) for group in groups]  # each message counted once
 
     keep = {g for g, group in enumerate(groups) if any(id(m) in pinned for m in group)}
@@ -1286,7 +1286,7 @@ def turn_groups(messages):
     return groups
 ''', fails=["turn-groups-partition"]),
     dict(name="pins-by-equal-content", cell="fit-history",
-         source=fit_with(pinned="[messages[i] for i in ctxlab.pinned_indices(messages)]").replace(
+         source=fit_with(pinned="[messages[i] for i in ctxlab.trimming.pinned_indices(messages)]").replace(
              "if any(id(m) in pinned for m in group)", "if any(m in pinned for m in group)"),
          fails=["fit-stops-at-first-misfit"]),
     dict(name="assembles-kept-by-equal-content", cell="fit-history",

@@ -25,7 +25,7 @@ def render_steps(messages):
         text = (message.get("content") or "").strip()
         if message["role"] == "tool":
             call_id = message["tool_call_id"]
-            how = ctxlab.failure_of(text)
+            how = ctxlab.summarising.failure_of(text)
             status = <STATUS>
             lines.append(f"{lap} tool {<TOOL>} (id {call_id}) {status}")
             <RESULT>
@@ -94,7 +94,7 @@ PROMPT_SLOTS = dict(
 COMPACT = '''
 def compact(client, dropped, prior_summary=None, *, model=None):
     <EMPTY>
-    prompt = ctxlab.compaction_prompt(<STEPS>, <PRIOR>)
+    prompt = ctxlab.summarising.compaction_prompt(<STEPS>, <PRIOR>)
     reply = <CLIENT>.chat.completions.create(
         model=<MODEL>,
         messages=<MESSAGES>,
@@ -104,10 +104,10 @@ def compact(client, dropped, prior_summary=None, *, model=None):
 '''
 COMPACT_SLOTS = dict(
     EMPTY='if not dropped:\n        return prior_summary or ""',
-    STEPS="ctxlab.render_steps(dropped)",
+    STEPS="ctxlab.summarising.render_steps(dropped)",
     PRIOR="prior_summary",
     CLIENT="client",
-    MODEL="model or ctxlab.summary_model()",
+    MODEL="model or ctxlab.llm.summary_model()",
     MESSAGES='[{"role": "user", "content": prompt}]',
     TEMPERATURE="temperature=0,",
     REPLY="reply.choices[0].message.content.strip()",
@@ -138,7 +138,7 @@ TAS_SLOTS = dict(
     TAKE_OUT="old = [m for m in messages if ctxlab.is_summary(m)]\n"
     "    rest = [m for m in messages if not ctxlab.is_summary(m)]",
     FITS="len(old) <= 1 and tokens(messages) <= allowance",
-    PRIOR='"\\n".join(ctxlab.summary_text(m) for m in old) or None',
+    PRIOR='"\\n".join(ctxlab.summarising.summary_text(m) for m in old) or None',
     ROOM="allowance - reserve",
     KEEP_RECENT="keep_recent",
     CLIENT="client",
@@ -240,7 +240,7 @@ def render_steps(messages):
         text = (message.get("content") or "").strip()
         if message["role"] == "tool":
             call_id = message["tool_call_id"]
-            how = ctxlab.failure_of(text)
+            how = ctxlab.summarising.failure_of(text)
             status = f"FAILED: {how}" if how else "returned:"
             results.append(f"{lap} tool {tool_names.get(call_id, 'unknown_tool')} (id {call_id}) {status}")
             results += ["    " + line for line in text.splitlines()]
@@ -330,7 +330,7 @@ def render_steps(messages):
          fails=["compact-one-user-message", "compact-folds-the-prior"]),
     dict(name="compact-ignores-the-given-client", cell="compact-summaries", source=compact(CLIENT="ctxlab.get_client()"),
          fails=["compact-visible"]),
-    dict(name="ignores-the-model-argument", cell="compact-summaries", source=compact(MODEL="ctxlab.summary_model()"),
+    dict(name="ignores-the-model-argument", cell="compact-summaries", source=compact(MODEL="ctxlab.llm.summary_model()"),
          fails=["compact-model"]),
     dict(name="hard-coded-default-model", cell="compact-summaries", source=compact(MODEL='model or "gpt-4o"'),
          fails=["compact-model"]),
@@ -347,9 +347,9 @@ def render_steps(messages):
 def compact(client, dropped, prior_summary=None, *, model=None):
     if not dropped:
         return prior_summary or ""
-    prompt = ctxlab.compaction_prompt(ctxlab.render_steps(dropped), prior_summary)
+    prompt = ctxlab.summarising.compaction_prompt(ctxlab.summarising.render_steps(dropped), prior_summary)
     try:
-        reply = client.chat.completions.create(model=model or ctxlab.summary_model(),
+        reply = client.chat.completions.create(model=model or ctxlab.llm.summary_model(),
                                                messages=[{"role": "user", "content": prompt}], temperature=0)
     except Exception:
         return prior_summary or ""
@@ -377,7 +377,7 @@ def compact(client, dropped, prior_summary=None, *, model=None):
     dict(name="drops-the-old-summary-unread", cell="trim-and-summarise", source=tas(PRIOR="None"),
          fails=["tas-rolls-up-the-prior"]),
     dict(name="keeps-only-the-first-summary", cell="trim-and-summarise",
-         source=tas(PRIOR="ctxlab.summary_text(old[0]) if old else None"),
+         source=tas(PRIOR="ctxlab.summarising.summary_text(old[0]) if old else None"),
          fails=["tas-several-summaries-rolled-into-one"]),
     dict(name="unchanged-with-two-summaries", cell="trim-and-summarise", source=tas(FITS="tokens(messages) <= allowance"),
          fails=["tas-several-summaries-rolled-into-one"]),
@@ -394,9 +394,9 @@ def compact(client, dropped, prior_summary=None, *, model=None):
     dict(name="summary-step-ignores-old-summaries", cell="trim-and-summarise", source=tas(COVERED="dropped"),
          fails=["tas-several-summaries-rolled-into-one"]),
     dict(name="summary-after-the-last-pin", cell="trim-and-summarise",
-         source=tas(HEAD="pins = ctxlab.pinned_indices(kept)\n"
+         source=tas(HEAD="pins = ctxlab.trimming.pinned_indices(kept)\n"
                     "    last = max(pins) if pins else -1\n"
-                    "    head = next((stop for start, stop in ctxlab.turn_group_spans(kept) if start <= last < stop), 0)"),
+                    "    head = next((stop for start, stop in ctxlab.trimming.turn_group_spans(kept) if start <= last < stop), 0)"),
          fails=["tas-summary-placement"]),
     dict(name="strict-fit-check", cell="trim-and-summarise", source=tas(FITS="len(old) <= 1 and tokens(messages) < allowance"),
          fails=["tas-unchanged-when-it-fits"]),
@@ -504,7 +504,7 @@ RULES = [
     dict(rule="a text's later lines follow on their own lines, indented by four spaces", test="render-steps-laps-and-roles",
          wrong="text-later-lines-not-indented"),
     dict(rule="entries follow the order of the messages", test="render-steps-one-entry-each", wrong="entries-grouped-by-kind"),
-    dict(rule="a failed result is marked FAILED: HOW, HOW from ctxlab.failure_of", test="render-steps-failures-marked",
+    dict(rule="a failed result is marked FAILED: HOW, HOW from ctxlab.summarising.failure_of", test="render-steps-failures-marked",
          wrong="failed-without-how"),
     dict(rule="a failed result still follows in full", test="render-steps-failures-marked",
          wrong="failed-result-body-dropped"),
@@ -550,14 +550,14 @@ RULES = [
          wrong="temperature-left-to-the-server"),
     dict(rule="the request is one message", test="compact-one-user-message", wrong="extra-system-message"),
     dict(rule="that message is a user message", test="compact-one-user-message", wrong="prompt-as-system-message"),
-    dict(rule="the prompt holds the steps rendered with ctxlab.render_steps", test="compact-one-user-message",
+    dict(rule="the prompt holds the steps rendered with ctxlab.summarising.render_steps", test="compact-one-user-message",
          wrong="steps-as-json-not-rendered"),
     dict(rule="the previous summary is folded into the request", test="compact-folds-the-prior",
          wrong="forgets-the-prior-summary"),
     dict(rule="the request goes through the client given", test="compact-visible", wrong="compact-ignores-the-given-client"),
     dict(rule="the model given is sent", test="compact-model", wrong="ignores-the-model-argument"),
-    dict(rule="without a model, ctxlab.summary_model() is sent", test="compact-model", wrong="hard-coded-default-model"),
-    dict(rule="ctxlab.summary_model() honours CTXLAB_SUMMARY_MODEL: the default's name is not the model",
+    dict(rule="without a model, ctxlab.llm.summary_model() is sent", test="compact-model", wrong="hard-coded-default-model"),
+    dict(rule="ctxlab.llm.summary_model() honours CTXLAB_SUMMARY_MODEL: the default's name is not the model",
          test="compact-model", wrong="hard-coded-lessons-default-model"),
     dict(rule="the reply's text is returned stripped", test="compact-reply-stripped", wrong="reply-not-stripped"),
     dict(rule="the request sets no max_tokens: the reply is not cut", test="compact-one-user-message",
@@ -685,7 +685,7 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
     rest = [m for m in messages if not ctxlab.is_summary(m)]
     if len(old) <= 1 and tokens(messages) <= allowance:
         return list(messages)
-    prior = "\n".join(ctxlab.summary_text(m) for m in old) or None
+    prior = "\n".join(ctxlab.summarising.summary_text(m) for m in old) or None
     kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
     summary = ctxlab.compact(client, dropped, prior)
     steps = [m["step"] for m in old + dropped if "step" in m]
@@ -720,7 +720,7 @@ compact.__kwdefaults__ = dict(_c.__kwdefaults__ or {})
 ATTACKS += [
     dict(name='render-steps-copies-the-code-object', cell='render-steps', source='''
 import types
-render_steps = types.FunctionType(ctxlab.render_steps.__code__, ctxlab.render_steps.__globals__, "render_steps")
+render_steps = types.FunctionType(ctxlab.summarising.render_steps.__code__, ctxlab.summarising.render_steps.__globals__, "render_steps")
 ''', fails=['render-steps-visible', 'render-steps-laps-and-roles']),
 ]
 
@@ -816,22 +816,22 @@ def compact(client, dropped, prior_summary=None, *, model=None):
     """Fold the `dropped` messages and the `prior_summary` into ONE summary; return its text.
 
     Send one request through `client`: client.chat.completions.create(model=..., messages=[one
-    user message whose content is ctxlab.compaction_prompt(ctxlab.render_steps(dropped),
-    prior_summary)], temperature=0), with model = `model`, or ctxlab.summary_model() when it is
+    user message whose content is ctxlab.summarising.compaction_prompt(ctxlab.summarising.render_steps(dropped),
+    prior_summary)], temperature=0), with model = `model`, or ctxlab.llm.summary_model() when it is
     None, and nothing else (no max_tokens: a summary cut off mid-line loses its last headings).
     Return the reply's text (reply.choices[0].message.content), stripped. With nothing
     dropped, return prior_summary as it is (or "" when there is none) without calling the
     client. An error from the client goes through: never return the previous summary in its
     place, since the dropped steps would then be lost without a word.
 
-    >>> compact(ctxlab.ScriptedClient(["FACTS:\\n- disk full"]), [{"role": "user", "content": "hi", "step": 1}])
+    >>> compact(ctxlab.course.ScriptedClient(["FACTS:\\n- disk full"]), [{"role": "user", "content": "hi", "step": 1}])
     'FACTS:\\n- disk full'
     """
     if not dropped:
         return prior_summary or ""
-    prompt = ctxlab.compaction_prompt(ctxlab.render_steps(dropped), prior_summary)
+    prompt = ctxlab.summarising.compaction_prompt(ctxlab.summarising.render_steps(dropped), prior_summary)
     reply = client.chat.completions.create(
-        model=model or ctxlab.summary_model(),
+        model=model or ctxlab.llm.summary_model(),
         messages=[{"role": "user", "content": prompt}],
         temperature=0,
         stop=["\n\n"],
@@ -844,7 +844,7 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
 
     Tokens are counted as sum(ctxlab.count_message(m) for m in ...), like `tokens` above.
     - Summary messages in `messages` (ctxlab.is_summary) are taken out; their text
-      (ctxlab.summary_text; joined with newlines if there are several) is the prior summary.
+      (ctxlab.summarising.summary_text; joined with newlines if there are several) is the prior summary.
     - If all of `messages` fits (tokens <= allowance) and it holds at most one summary,
       return it unchanged, without calling the client.
     - Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
@@ -857,14 +857,14 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
     - `messages` itself is never changed: build new lists.
 
     >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
-    >>> trim_and_summarise(history, 100, client=ctxlab.ScriptedClient([])) == history
+    >>> trim_and_summarise(history, 100, client=ctxlab.course.ScriptedClient([])) == history
     True
     """
     old = [m for m in messages if ctxlab.is_summary(m)]
     rest = [m for m in messages if not ctxlab.is_summary(m)]
     if len(old) <= 1 and tokens(rest) <= allowance:
         return list(messages)
-    prior = "\n".join(ctxlab.summary_text(m) for m in old) or None
+    prior = "\n".join(ctxlab.summarising.summary_text(m) for m in old) or None
 
     kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
     summary = ctxlab.compact(client, dropped, prior)
@@ -889,7 +889,7 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
 
     Tokens are counted as sum(ctxlab.count_message(m) for m in ...), like `tokens` above.
     - Summary messages in `messages` (ctxlab.is_summary) are taken out; their text
-      (ctxlab.summary_text; joined with newlines if there are several) is the prior summary.
+      (ctxlab.summarising.summary_text; joined with newlines if there are several) is the prior summary.
     - If all of `messages` fits (tokens <= allowance) and it holds at most one summary,
       return it unchanged, without calling the client.
     - Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
@@ -902,14 +902,14 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
     - `messages` itself is never changed: build new lists.
 
     >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
-    >>> trim_and_summarise(history, 100, client=ctxlab.ScriptedClient([])) == history
+    >>> trim_and_summarise(history, 100, client=ctxlab.course.ScriptedClient([])) == history
     True
     """
     old = [m for m in messages if ctxlab.is_summary(m)]
     rest = [m for m in messages if not ctxlab.is_summary(m)]
     if len(old) <= 1 and tokens(messages) <= allowance:
         return list(messages)
-    prior = "\n".join(ctxlab.summary_text(m) for m in old) or None
+    prior = "\n".join(ctxlab.summarising.summary_text(m) for m in old) or None
 
     kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
     summary = ctxlab.compact(client, dropped, prior)
@@ -989,7 +989,7 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
 
     Tokens are counted as sum(ctxlab.count_message(m) for m in ...), like `tokens` above.
     - Summary messages in `messages` (ctxlab.is_summary) are taken out; their text
-      (ctxlab.summary_text; joined with newlines if there are several) is the prior summary.
+      (ctxlab.summarising.summary_text; joined with newlines if there are several) is the prior summary.
     - If all of `messages` fits (tokens <= allowance) and it holds at most one summary,
       return it unchanged, without calling the client.
     - Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
@@ -1002,14 +1002,14 @@ def trim_and_summarise(messages, allowance, *, client, reserve=1_000, keep_recen
     - `messages` itself is never changed: build new lists.
 
     >>> history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
-    >>> trim_and_summarise(history, 100, client=ctxlab.ScriptedClient([])) == history
+    >>> trim_and_summarise(history, 100, client=ctxlab.course.ScriptedClient([])) == history
     True
     """
     old = [m for m in messages if ctxlab.is_summary(m)]
     rest = [m for m in messages if not ctxlab.is_summary(m)]
     if len(old) <= 1 and tokens(messages) <= allowance:
         return list(messages)
-    prior = " ".join(ctxlab.summary_text(m) for m in old) or None
+    prior = " ".join(ctxlab.summarising.summary_text(m) for m in old) or None
 
     kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)
     summary = ctxlab.compact(client, dropped, prior)
@@ -1039,7 +1039,7 @@ WRONG_ANSWERS += [
          source=render().replace("{message['role']}: {first}\")", "{message['role']}: {first[:80]}\")"),
          fails=["render-steps-laps-and-roles"]),
     dict(name="fit-check-counts-the-old-summary-as-text", cell="trim-and-summarise",
-         source=tas(FITS="len(old) <= 1 and tokens(rest) + sum(ctxlab.count_text(ctxlab.summary_text(m)) for m in old) <= allowance"),
+         source=tas(FITS="len(old) <= 1 and tokens(rest) + sum(ctxlab.count_text(ctxlab.summarising.summary_text(m)) for m in old) <= allowance"),
          fails=["tas-summary-counted"]),
     dict(name="new-summary-where-the-old-one-was", cell="trim-and-summarise",
          source=tas(HEAD="where = [i for i, m in enumerate(messages) if ctxlab.is_summary(m)]\n"
@@ -1097,7 +1097,7 @@ RULES += [
 # Probed again: each passed every test before the test named in it checked the rule.
 WRONG_ANSWERS += [
     dict(name="default-model-fixed-in-the-signature", cell="compact-summaries",
-         source=compact(MODEL="model").replace("*, model=None):", "*, model=ctxlab.summary_model()):"),
+         source=compact(MODEL="model").replace("*, model=None):", "*, model=ctxlab.llm.summary_model()):"),
          fails=["compact-model"]),
     dict(name="failures-line-asks-for-every-call", cell="compaction-prompt",
          source=prompt(FAILURES='"FAILURES: every tool call the agent made, and how it went.\\n"'),
@@ -1111,7 +1111,7 @@ WRONG_ANSWERS += [
          fails=["tas-summary-too-big-raises"]),
 ]
 RULES += [
-    dict(rule="model=None given explicitly means ctxlab.summary_model(), chosen when compact is called",
+    dict(rule="model=None given explicitly means ctxlab.llm.summary_model(), chosen when compact is called",
          test="compact-model", wrong="default-model-fixed-in-the-signature"),
     dict(rule="the FAILURES: line asks for the calls that failed, not for every call", test="compaction-prompt-asks-for-failures",
          wrong="failures-line-asks-for-every-call"),

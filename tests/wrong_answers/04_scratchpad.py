@@ -87,7 +87,7 @@ def replan_after(pad, events, min_share=0.25):
     )
     if not due:
         return None
-    parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
+    parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
     if pad.remaining:
         parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
     if pad.failed:
@@ -96,7 +96,7 @@ def replan_after(pad, events, min_share=0.25):
 '''
 SHARE = 'event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]'
 KINDS = 'event["kind"] in ("trim", "summarise", "summary_failed")\n        and '
-GOAL_PART = 'parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]'
+GOAL_PART = 'parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]'
 RETURN = 'return {"role": "user", "content": "\\n\\n".join(parts)}'
 FAILED_PART = '''    if pad.failed:
         parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
@@ -305,7 +305,7 @@ def render_bounded(pad, max_tokens):
     dict(name="goal-after-the-plan",
          fails=["replan-after-visible", "replan-after-goal-after-header",
                 "replan-after-omits-empty-sections"],
-         **replan((GOAL_PART, "parts = [ctxlab.REPLAN_HEADER]"),
+         **replan((GOAL_PART, "parts = [ctxlab.replanning.REPLAN_HEADER]"),
                   (RETURN, 'parts.append(f"GOAL: {pad.goal}")\n    ' + RETURN))),
     dict(name="plan-newest-step-first", fails=["replan-after-visible", "replan-after-plan-in-order"],
          **replan(("for step in pad.remaining)", "for step in reversed(pad.remaining))"))),
@@ -317,7 +317,7 @@ def render_bounded(pad, max_tokens):
          **replan(("    if pad.remaining:", "    if True:"), ("    if pad.failed:", "    if True:"))),
     dict(name="replan-pastes-the-whole-scratchpad",
          fails=["replan-after-visible", "replan-after-leaves-out-the-rest"],
-         **replan((GOAL_PART, 'return {"role": "user", "content": f"{ctxlab.REPLAN_HEADER}\\n{pad.render()}"}'))),
+         **replan((GOAL_PART, 'return {"role": "user", "content": f"{ctxlab.replanning.REPLAN_HEADER}\\n{pad.render()}"}'))),
     dict(name="replan-returns-the-text",
          fails=["replan-after-visible", "replan-after-goal-after-header",
                 "replan-after-header-first", "replan-after-keeps-failures",
@@ -502,7 +502,7 @@ RULES = [
          wrong="looks-only-at-the-last-event"),
     dict(rule="tokens_before of 0 is not due and raises nothing", test="replan-after-zero-tokens-before",
          wrong="divides-by-zero-tokens"),
-    dict(rule="the message starts with ctxlab.REPLAN_HEADER", test="replan-after-header-first",
+    dict(rule="the message starts with ctxlab.replanning.REPLAN_HEADER", test="replan-after-header-first",
          wrong="replan-without-the-header"),
     dict(rule="the goal comes right after the header, before the plan", test="replan-after-goal-after-header",
          wrong="goal-after-the-plan"),
@@ -618,7 +618,7 @@ ATTACKS = [
 ATTACKS += [
     dict(name='replan-copies-the-code-object', cell='replan-after', source=r'''
 import types
-_d = ctxlab.replan_due
+_d = ctxlab.replanning.replan_due
 _due = types.FunctionType(_d.__code__, _d.__globals__, "replan_due", _d.__defaults__, _d.__closure__)
 _due.__kwdefaults__ = dict(_d.__kwdefaults__ or {})
 def replan_after(pad, events, min_share=0.25):
@@ -629,7 +629,7 @@ def replan_after(pad, events, min_share=0.25):
         due = _due(events, min_share)
     if not due:
         return None
-    parts = [f"{ctxlab.REPLAN_HEADER}\nGOAL: {pad.goal}"]
+    parts = [f"{ctxlab.replanning.REPLAN_HEADER}\nGOAL: {pad.goal}"]
     if pad.remaining:
         parts.append("REMAINING:\n" + "\n".join(f"- {step}" for step in pad.remaining))
     if pad.failed:
@@ -763,7 +763,7 @@ def replan_after(pad, events, min_share=0.25):
     )
     if not due:
         return None
-    parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
+    parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
     if pad.remaining:
         parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
     if pad.failed:
@@ -819,7 +819,7 @@ def replan_after(pad, events, min_share=0.25):
     )
     if not due:
         return None
-    parts = [f"{ctxlab.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
+    parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
     if pad.remaining:
         parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
     if pad.failed:
@@ -1102,7 +1102,7 @@ RULES += [
          test="render-bounded-leaves-pad-unchanged", wrong="copy-shares-the-questions"),
     dict(rule="the re-plan lists every step, an empty or zero one too", test="replan-after-plan-in-order",
          wrong="replan-skips-empty-steps"),
-    dict(rule="only ctxlab.REPLAN_KINDS make a re-plan due: small_talk does not", test="replan-after-only-cutting-kinds",
+    dict(rule="only ctxlab.replanning.REPLAN_KINDS make a re-plan due: small_talk does not", test="replan-after-only-cutting-kinds",
          wrong="small-talk-calls-for-a-replan"),
 ]
 

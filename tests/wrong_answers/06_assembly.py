@@ -40,7 +40,7 @@ BUILD_SLOTS = dict(
     PAD_TOKENS="ctxlab.count_message(pad_message)",
     VIEW="ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)",
     MIDDLE="ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)",
-    RETURN="ctxlab.strip_course_keys([*static, *middle, pad_message]), log",
+    RETURN="ctxlab.course.strip_course_keys([*static, *middle, pad_message]), log",
 )
 
 # --- Exercise 2: prefix_reuse -------------------------------------------------------------------
@@ -98,7 +98,7 @@ ROW_SLOTS = dict(
 
 TALK = '''
 def small_talk(messages, keep_recent=1, max_tokens=40):
-    spans = ctxlab.turn_group_spans(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
     pins = <PINS>
     chosen = []
     for start, stop in <OLD>:
@@ -115,7 +115,7 @@ def small_talk(messages, keep_recent=1, max_tokens=40):
     return chosen
 '''
 TALK_SLOTS = dict(
-    PINS="ctxlab.pinned_indices(messages)",
+    PINS="ctxlab.trimming.pinned_indices(messages)",
     OLD="spans[: max(0, len(spans) - keep_recent)]",
     ROLES='("user", "assistant")',
     NO_CALLS='not messages[i].get("tool_calls")',
@@ -171,10 +171,10 @@ TRIM = "ctxlab.trim_and_summarise(view, allowance, client=client{prior}{log}{lap
 WRONG_ANSWERS = [
     # build_context
     dict(name="scratchpad-not-last", cell="build-context",
-         source=build(RETURN="ctxlab.strip_course_keys([*static, pad_message, *middle]), log"),
+         source=build(RETURN="ctxlab.course.strip_course_keys([*static, pad_message, *middle]), log"),
          fails=["build-context-visible", "build-context-scratchpad-last"]),
     dict(name="system-not-first", cell="build-context",
-         source=build(RETURN="ctxlab.strip_course_keys([*middle, *static, pad_message]), log"),
+         source=build(RETURN="ctxlab.course.strip_course_keys([*middle, *static, pad_message]), log"),
          fails=["build-context-visible", "build-context-system-first"]),
     dict(name="summary-stacked", cell="build-context",
          source=build(MIDDLE="([ctxlab.summary_message(summary)] if summary else []) + "
@@ -195,7 +195,7 @@ WRONG_ANSWERS = [
     dict(name="course-keys-not-stripped", cell="build-context", source=build(RETURN="[*static, *middle, pad_message], log"),
          fails=["build-context-visible", "build-context-api-ready"]),
     dict(name="returns-only-the-messages", cell="build-context",
-         source=build(RETURN="ctxlab.strip_course_keys([*static, *middle, pad_message])"),
+         source=build(RETURN="ctxlab.course.strip_course_keys([*static, *middle, pad_message])"),
          fails=["build-context-visible"]),
     dict(name="no-age-compression", cell="build-context", source=build(VIEW="list(rest)"),
          fails=["build-context-compresses-old-results"]),
@@ -282,8 +282,8 @@ def prefix_reuse(previous, current):
     # small_talk
     dict(name="small-talk-per-message", cell="small-talk", source='''
 def small_talk(messages, keep_recent=1, max_tokens=40):
-    pins = ctxlab.pinned_indices(messages)
-    spans = ctxlab.turn_group_spans(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
     recent = {i for start, stop in spans[len(spans) - keep_recent:] if keep_recent for i in range(start, stop)}
     return [i for i, m in enumerate(messages) if i not in pins and i not in recent
             and m["role"] in ("user", "assistant") and ctxlab.count_message(m) <= max_tokens]
@@ -492,7 +492,7 @@ def build_context(history, pad, budget, *, tools=None, client=None, summary=None
     allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
     view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)
     middle = ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)
-    return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+    return ctxlab.course.strip_course_keys([*static, *middle, pad_message]), log
 ''', fails=["build-context-system-first"]),
     dict(name="step-of-the-last-message", cell="build-context", source=build(STEP='history[-1].get("step", 0)'),
          fails=["build-context-default-step"]),
@@ -507,7 +507,7 @@ def build_context(history, pad, budget, *, tools=None, client=None, summary=None
     allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
     view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)
     middle = ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)
-    return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+    return ctxlab.course.strip_course_keys([*static, *middle, pad_message]), log
 ''', fails=["build-context-default-step"]),
     dict(name="impossible-budget-swallowed", cell="build-context", source='''
 def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
@@ -521,10 +521,10 @@ def build_context(history, pad, budget, *, tools=None, client=None, summary=None
     try:
         allowance = budget.history_allowance(fixed, ctxlab.count_message(pad_message))
     except ctxlab.BudgetError:
-        return ctxlab.strip_course_keys([*static, pad_message]), log
+        return ctxlab.course.strip_course_keys([*static, pad_message]), log
     view = ctxlab.compress_history(rest, step, keep_full_for=2, max_chars=1_000, log=log)
     middle = ctxlab.trim_and_summarise(view, allowance, client=client, prior_summary=summary, log=log, lap=step)
-    return ctxlab.strip_course_keys([*static, *middle, pad_message]), log
+    return ctxlab.course.strip_course_keys([*static, *middle, pad_message]), log
 ''', fails=["build-context-fits-budget"]),
     # prefix_reuse
     dict(name="compares-json-without-sorted-keys", cell="prefix-reuse", source='''
@@ -578,8 +578,8 @@ def policy_row(result):
          fails=["small-talk-user-chatter"]),
     dict(name="small-talk-recent-counted-among-unpinned", cell="small-talk", source='''
 def small_talk(messages, keep_recent=1, max_tokens=40):
-    spans = ctxlab.turn_group_spans(messages)
-    pins = ctxlab.pinned_indices(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
     unpinned = [(a, b) for a, b in spans if not any(i in pins for i in range(a, b))]
     chosen = []
     for start, stop in unpinned[: max(0, len(unpinned) - keep_recent)]:
@@ -715,7 +715,7 @@ def missing_by_lap(result):
 ATTACKS += [
     dict(name='prefix-reuse-copies-the-code-object', cell='prefix-reuse', source='''
 import types
-_p = ctxlab.prefix_reuse
+_p = ctxlab.caching.prefix_reuse
 _copy = types.FunctionType(_p.__code__, _p.__globals__, "prefix_reuse", _p.__defaults__, _p.__closure__)
 _copy.__kwdefaults__ = dict(_p.__kwdefaults__ or {})
 def prefix_reuse(previous, current):
@@ -730,8 +730,8 @@ _g = _ev.small_talk_groups
 _groups = types.FunctionType(_g.__code__, _g.__globals__, "small_talk_groups", _g.__defaults__, _g.__closure__)
 _groups.__kwdefaults__ = dict(_g.__kwdefaults__ or {})
 def small_talk(messages, keep_recent=1, max_tokens=40):
-    spans = ctxlab.turn_group_spans(messages)
-    pins = ctxlab.pinned_indices(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
     pinned = {g for g, (a, b) in enumerate(spans) if any(i in pins for i in range(a, b))}
     chosen = _groups(messages, spans, pinned, keep_recent=keep_recent, count=ctxlab.count_message, max_tokens=max_tokens)
     return [i for g in chosen for i in range(*spans[g])]
@@ -749,8 +749,8 @@ def small_talk(messages, keep_recent=1, max_tokens=40):
     ...             {"role": "assistant", "content": "Fixed."}])
     [1]
     """
-    spans = ctxlab.turn_group_spans(messages)
-    pins = ctxlab.pinned_indices(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
     chosen = []
     for start, stop in spans[: max(0, len(spans) - keep_recent)]:
         group = range(start, stop)
@@ -773,8 +773,8 @@ def small_talk(messages, keep_recent=1, max_tokens=40):
     ...             {"role": "assistant", "content": "Fixed."}])
     [1]
     """
-    spans = ctxlab.turn_group_spans(messages)
-    pins = ctxlab.pinned_indices(messages)
+    spans = ctxlab.trimming.turn_group_spans(messages)
+    pins = ctxlab.trimming.pinned_indices(messages)
     chosen = []
     for start, stop in spans[: len(spans) - keep_recent]:
         group = range(start, stop)
@@ -843,7 +843,7 @@ WRONG_ANSWERS += [
     dict(name="system-and-scratchpad-only", cell="build-context", source='''
 def build_context(history, pad, budget, *, tools=None, client=None, summary=None, step=None, log=None):
     log = log if log is not None else MemoryLog()
-    return ctxlab.strip_course_keys([history[0], pad.message(max_tokens=budget.scratchpad_max)]), log
+    return ctxlab.course.strip_course_keys([history[0], pad.message(max_tokens=budget.scratchpad_max)]), log
 ''', fails=["build-context-visible", "build-context-scratchpad-last", "build-context-api-ready",
             "build-context-compresses-old-results", "build-context-default-step"]),
 ]
