@@ -139,7 +139,9 @@ def default_readonly_paths() -> tuple[str, ...]:
     spec = importlib.util.find_spec("ctxlab")
     if spec is not None and spec.submodule_search_locations:
         paths += [os.path.realpath(p) for p in spec.submodule_search_locations]
-        from ctxlab.transcripts import data_dir  # the transcripts, wherever this install keeps them
+        from ctxlab.course.transcripts import (
+            data_dir,  # the transcripts, wherever this install keeps them
+        )
 
         paths.append(os.path.realpath(data_dir()))
     unique = sorted({p for p in paths if p and os.path.isdir(p) and p != "/"})

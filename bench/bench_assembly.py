@@ -2,7 +2,7 @@
 the early-stopping ``fit`` against the floor.
 
 * **Per-lap cost.** A run made by repeating the research transcript's laps with fresh ids
-  (:func:`ctxlab.transcripts.repeat_laps`) is assembled lap after lap by a
+  (:func:`ctxlab.course.transcripts.repeat_laps`) is assembled lap after lap by a
   :class:`ctxlab.Assembler` (32k window, summary capped at 2,000 tokens, the offline
   summariser). Every text of a repeated lap carries its lap number (:func:`_unique_texts`),
   so no new message can be counted from memory: the Assembler encodes each lap's new
@@ -45,9 +45,9 @@ import measure
 import ctxlab
 import ctxlab.course
 from ctxlab.compression import _text_cut
+from ctxlab.course.transcripts import repeat_laps
 from ctxlab.pieces import PieceCounter, text_counter
 from ctxlab.tokens import _line_start_after, _line_start_before
-from ctxlab.transcripts import repeat_laps
 
 BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_max=1_000, summary_max=2_000)
 FULL = {"sizes": (200, 2_000, 10_000), "laps_timed": 40, "rounds": 5, "soak": 1_000, "fit_size": 5_000, "cold": 3_000}

@@ -23,8 +23,8 @@ import measure
 
 import ctxlab
 import ctxlab.course
-from ctxlab.layout import assembler
-from ctxlab.layout_html import render_layout_html
+from ctxlab.course.layout import assembler
+from ctxlab.course.layout_html import render_layout_html
 
 TITLE = "widget: one update of the context-layout widget on a 500-message run"
 TARGET = 0.100  # seconds per update
@@ -114,7 +114,7 @@ def _p95(values: list[float]) -> float:
 
 
 def main(results_dir: Path, *, quick: bool = False) -> str:
-    from ctxlab.widgets import WindowWidget
+    from ctxlab.course.widgets import WindowWidget
 
     run = long_transcript(MESSAGES)
 

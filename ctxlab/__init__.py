@@ -123,8 +123,6 @@ __all__ = [
     "MemoryLog",
 ]
 
-from .layout import TranscriptLayout as _TranscriptLayout  # noqa: E402, F401 - what the retired names return
-from .layout import _keep_everything  # noqa: E402, F401
 from .watermarks import _prompts_per_call  # noqa: E402, F401
 
 _MOVED = {name: f"ctxlab.course:{name}" for name in (
@@ -185,9 +183,9 @@ _MOVED.update({
 })
 
 __getattr__ = _moved(__name__, _MOVED, fallback=_retired(__name__, {
-    "keep_everything": ("_keep_everything", "use the policy ctxlab.KeepEverything(), which the window "
+    "keep_everything": ("ctxlab.course.layout:_keep_everything", "use the policy ctxlab.KeepEverything(), which the window "
                         "layout and ctxlab.replay both take (or policy=None in the layout)"),
-    "WindowReplay": ("_TranscriptLayout", "use ctxlab.course.TranscriptLayout, the same class renamed "
+    "WindowReplay": ("ctxlab.course.layout:TranscriptLayout", "use ctxlab.course.TranscriptLayout, the same class renamed "
                      "(ctxlab.replay is the one replay)"),
     "replay_prompts": ("_prompts_per_call", "call the trimmer before each model call, "
                        "[trim(history[:i]) for i in ctxlab.model_calls(history)]; to measure a policy "

@@ -1,6 +1,7 @@
 """Names retired from the public API, kept importable for one release with a warning.
 
-A module lists its retired names as ``{old name: (what it returns, advice)}`` and defines
+A module lists its retired names as ``{old name: (what it returns, advice)}`` (what it returns
+is a name of the module, or ``"package.module:name"`` imported when read) and defines
 ``__getattr__ = retired(__name__, table, globals())``: reading an old name then warns with a
 ``DeprecationWarning`` that names the replacement, and returns what it used to.
 """
@@ -31,6 +32,9 @@ def retired(module: str, table: Mapping[str, tuple[str, str]], namespace: Mappin
         target, advice = table[name]
         warnings.warn(f"{module}.{name} is deprecated and will be removed in the next release: {advice}",
                       DeprecationWarning, stacklevel=2)
+        if ":" in target:  # "package.module:name", imported only when the old name is read
+            home, _, attribute = target.partition(":")
+            return getattr(importlib.import_module(home), attribute)
         return namespace[target]
 
     return __getattr__

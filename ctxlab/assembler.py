@@ -30,9 +30,10 @@ values (strings, numbers) are shared with the record and the cache. Each cached 
 shape (which calls it holds) is found once, so a lap copies it without looking again.
 
 >>> import ctxlab
->>> research = ctxlab.transcripts.load_transcript("research")
+>>> import ctxlab.course
+>>> research = ctxlab.course.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600)
->>> assembler = Assembler(budget, tools=ctxlab.transcripts.load_tools("research"), client=ctxlab.OfflineSummariser())
+>>> assembler = Assembler(budget, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
 >>> for index in ctxlab.model_calls(research):
 ...     context = assembler.context(research[:index], step=research[index]["step"])
 >>> context.tokens <= budget.input_limit, assembler.state.cut > 0, len(assembler) == index

@@ -28,10 +28,11 @@ The assembler follows one growing record from lap to lap through :class:`Assembl
 the history was last cut, and the summary so far): pass each call's ``state`` to the next.
 
 >>> import ctxlab
->>> research = ctxlab.transcripts.load_transcript("research")
+>>> import ctxlab.course
+>>> research = ctxlab.course.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600)
 >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
->>> context = build_context(research[:41], budget, tools=ctxlab.transcripts.load_tools("research"),
+>>> context = build_context(research[:41], budget, tools=ctxlab.course.load_tools("research"),
 ...                         scratchpad=pad, client=ctxlab.OfflineSummariser())
 >>> [m["role"] for m in context.messages][:2], context.messages[-1] == pad.message()
 (['system', 'user'], True)

@@ -14,13 +14,14 @@ starts it over. :func:`ctxlab.replay` steps a transcript through one.
                           compressed by age, a scratchpad kept by code, high/low-water trims
 ========================  =========================================================================
 
-The same objects are the policies of the window layout (``ctxlab.layout``, the widget): there
+The same objects are the policies of the window layout (``ctxlab.course.layout``, the widget): there
 each lap is assembled afresh. One name per idea: keeping everything is :class:`KeepEverything`
 (the layout's function ``keep_everything`` is deprecated); :class:`Summarise` is the strategy
 "summarise", :func:`ctxlab.trim_and_summarise` lap after lap.
 
 >>> import ctxlab
->>> research = ctxlab.transcripts.load_transcript("research")
+>>> import ctxlab.course
+>>> research = ctxlab.course.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
 >>> prompt = TruncateOldest()(research[:60], lap=30, budget=budget)
 >>> prompt[0]["role"], any(m["content"] == research[1]["content"] for m in prompt)

@@ -20,11 +20,12 @@ prompt, and :meth:`ReplayResult.by_lap` puts that beside the tokens and the comp
 several runs side by side.
 
 >>> import ctxlab
+>>> import ctxlab.course
 >>> from ctxlab.policies import KeepEverything
 >>> result = replay("refund", KeepEverything(),
 ...                        budget=ctxlab.ContextBudget(window=16_000, reserve_output=2_000))
 >>> len(result.laps), result.laps[-1].billed == ctxlab.budget.billed_input(
-...     ctxlab.transcripts.load_transcript("refund"), ctxlab.transcripts.load_tools("refund"))
+...     ctxlab.course.load_transcript("refund"), ctxlab.course.load_tools("refund"))
 (9, True)
 >>> result.survived()
 {'goal': True, 'failure': True}
@@ -42,7 +43,6 @@ from .caching import prefix_reuse
 from .calls import call_parts
 from .events import MemoryLog
 from .tokens import TokenCounter, count_tools
-from .transcripts import load_tools, load_transcript, transcript_info
 
 __all__ = ["LapRecord", "ReplayResult", "replay", "compare_runs", "probe_text", "COMPACTION_KINDS"]
 
@@ -213,6 +213,12 @@ def replay(
     (False, True)
     """
     if isinstance(transcript, (str, os.PathLike)):
+        from .course.transcripts import (  # a course run, by name
+            load_tools,
+            load_transcript,
+            transcript_info,
+        )
+
         name = os.fspath(transcript)
         messages = load_transcript(name)
         tools = load_tools(name) if tools is None else tools

@@ -232,13 +232,14 @@ def compact(
     the caller still has ``dropped``.
 
     >>> import ctxlab
+    >>> import ctxlab.course
     >>> client = ctxlab.llm.ScriptedClient(["FACTS:\\n- [search_logs, lap 3] lock timeout 55P03"])
     >>> compact(client, [{"role": "assistant", "content": "Next: pgbouncer.", "step": 9}], "FACTS:\\n- earlier")
     'FACTS:\\n- [search_logs, lap 3] lock timeout 55P03'
     >>> request = client.requests[0]
     >>> request["temperature"], "FACTS:\\n- earlier" in request["messages"][0]["content"]
     (0, True)
-    >>> long = compact(ctxlab.OfflineSummariser(), ctxlab.transcripts.load_transcript("research")[2:80], max_tokens=300)
+    >>> long = compact(ctxlab.OfflineSummariser(), ctxlab.course.load_transcript("research")[2:80], max_tokens=300)
     >>> summary_tokens(long) <= 300
     True
     """

@@ -63,8 +63,9 @@ class HighLowTrimmer:
     ``trims`` counts the trims so far; ``reset()`` starts over for a new history.
 
     >>> import ctxlab
+    >>> import ctxlab.course
     >>> trimmer = HighLowTrimmer(high=8_000, low=5_000)
-    >>> prompt = trimmer(ctxlab.transcripts.load_transcript("research")[:31])
+    >>> prompt = trimmer(ctxlab.course.load_transcript("research")[:31])
     >>> trimmer.trims, len(trimmer.log), trimmer.log[0].kind
     (1, 1, 'trim')
     """
@@ -194,7 +195,8 @@ def count_trims(
     """How many times a :class:`HighLowTrimmer` trims when ``history`` is replayed lap by lap.
 
     >>> import ctxlab
-    >>> research = ctxlab.transcripts.load_transcript("research")
+    >>> import ctxlab.course
+    >>> research = ctxlab.course.load_transcript("research")
     >>> count_trims(research, high=12_000, low=6_000), count_trims(research, high=6_500, low=6_000)
     (5, 17)
     """

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import ctxlab
 import ctxlab.course
+from ctxlab.course.transcripts import repeat_laps
 from ctxlab.scratchpad import is_scratchpad_message
 from ctxlab.summarising import is_summary
-from ctxlab.transcripts import repeat_laps
 
 CONSTRAINT = "published in 2021 or later"
 BUDGET = ctxlab.ContextBudget(window=32_000, reserve_output=4_000, scratchpad_max=1_000, summary_max=2_000)

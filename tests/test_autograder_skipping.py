@@ -77,8 +77,8 @@ def test_a_function_parameter_is_not_a_notebook_name():
 
 
 def test_a_submodule_a_demonstration_imports_counts_when_used_later():
-    demo = "import ctxlab.layout\nprint(ctxlab.layout.__name__)"
-    later = "def mine():\n    return ctxlab.layout.WindowLayout"
+    demo = "import ctxlab.course.layout\nprint(ctxlab.course.layout.__name__)"
+    later = "def mine():\n    return ctxlab.course.layout.WindowLayout"
     assert 2 not in skipped([SETUP, ANSWER, demo, later], lesson=OURS | {demo}, answers=("fit", "mine"))
     assert 2 in skipped([SETUP, ANSWER, demo, "def mine():\n    return ctxlab.fit"], lesson=OURS | {demo},
                         answers=("fit", "mine"))

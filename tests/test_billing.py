@@ -251,7 +251,7 @@ def test_the_results_of_parallel_calls_are_read_as_one_message():
                                             {**calls, "tool_calls": calls["tool_calls"][:1]}, results[0]]}
     assert ctxlab.billing.as_rendered(one["messages"])[2] == {"role": "functions.get_weather", "content": pretty}
     assert ctxlab.billing.parallel_results_difference(one["messages"], enc) == 0
-    run = ctxlab.course.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.course.load_transcript("parallel"), 1_000))
+    run = ctxlab.course.strip_course_keys(ctxlab.course.transcripts.repeat_laps(ctxlab.course.load_transcript("parallel"), 1_000))
     groups = sum(1 for m in run if len(m.get("tool_calls") or []) > 1)
     read = ctxlab.billing.as_rendered(run)
     assert groups > 100 and sum(m["role"] == "multi_tool_use.parallel" for m in read) == groups
@@ -336,7 +336,7 @@ def test_histories_straight_from_the_api_and_long_runs_are_counted():
 
     with pytest.raises(ctxlab.MessageError, match="as_message"):
         ctxlab.count_request({"model": "gpt-4o", "messages": [ChatCompletionMessage(role="assistant", content="hi")]})
-    run = ctxlab.course.strip_course_keys(ctxlab.transcripts.repeat_laps(ctxlab.course.load_transcript("research"), 1_000))
+    run = ctxlab.course.strip_course_keys(ctxlab.course.transcripts.repeat_laps(ctxlab.course.load_transcript("research"), 1_000))
     rendered = ctxlab.billing.as_rendered(run)
     assert not any(m["role"] == "tool" or "tool_call_id" in m for m in rendered)
     assert ctxlab.count_request({"model": "gpt-4o", "messages": run, "tools": tools}) > 1_000_000

@@ -591,7 +591,7 @@ def test_static_picture_shows_in_nbconvert_html_offline(browser, tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
         nbformat.v4.new_code_cell(
-            "from ctxlab.widgets import WindowWidget\n"
+            "from ctxlab.course.widgets import WindowWidget\n"
             "WindowWidget('research', window=12_000, reserve_output=1_500, lap=30)"
         )
     ]

@@ -13,7 +13,7 @@ from support.pipeline import REPO, fill, offline_env, solution_sources
 
 import ctxlab
 import ctxlab.course
-from ctxlab.checking import lesson_exercises
+from ctxlab.course.checking import lesson_exercises
 
 
 def code(source, **nbgrader):

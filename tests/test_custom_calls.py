@@ -12,7 +12,7 @@ from openai.types.chat import ChatCompletionMessageCustomToolCall as CustomCall
 import ctxlab
 import ctxlab.course
 from ctxlab.calls import call_parts
-from ctxlab.transcripts import repeat_laps
+from ctxlab.course.transcripts import repeat_laps
 
 PATCH = "*** Begin Patch\n*** Update File: notes.md\n+Heat pumps work at -25 C.\n*** End Patch"
 

@@ -86,7 +86,7 @@ def test_parallel_calls_and_text_with_calls_are_present():
 
 # --- real recorded trajectories (data/real/) and the course's own: every one is accepted ------
 
-REAL = ctxlab.transcripts.real_names()
+REAL = ctxlab.course.transcripts.real_names()
 REAL_DIR = REPO / "data" / "real"
 
 
@@ -109,7 +109,7 @@ def real_shapes():
     """Keys and part types that occur in the real trajectories: what they exercise."""
     keys, parts = set(), set()
     for name in REAL:
-        for message in ctxlab.transcripts.load_real(name)[0]:
+        for message in ctxlab.course.transcripts.load_real(name)[0]:
             keys |= set(message)
             if isinstance(message.get("content"), list):
                 parts |= {p["type"] for p in message["content"]}
@@ -128,7 +128,7 @@ def test_every_trajectory_validates_counts_and_fits(name):
         messages, tools = ctxlab.course.load_transcript(name[7:]), ctxlab.course.load_tools(name[7:])
         model = "gpt-4o"
     else:
-        messages, tools, source = ctxlab.transcripts.load_real(name)
+        messages, tools, source = ctxlab.course.transcripts.load_real(name)
         model = source["model"]
     ctxlab.validate_messages(messages)
     assert ctxlab.pairs_ok(messages)
@@ -157,7 +157,7 @@ def test_summarising_never_fails_where_plain_trimming_fits(name):
     if name.startswith("course:"):
         messages = ctxlab.course.load_transcript(name[7:])
     else:
-        messages = ctxlab.transcripts.load_real(name)[0]
+        messages = ctxlab.course.transcripts.load_real(name)[0]
     calls = ctxlab.model_calls(messages) or [len(messages)]
     record = messages[: calls[-1]] if calls[-1] > 1 else messages
     static = 0

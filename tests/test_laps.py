@@ -10,7 +10,7 @@ import pytest
 import ctxlab
 import ctxlab.course
 from ctxlab.assembly import number_laps
-from ctxlab.transcripts import load_real, real_names, repeat_laps
+from ctxlab.course.transcripts import load_real, real_names, repeat_laps
 
 BUDGET = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=800)
 

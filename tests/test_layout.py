@@ -1,4 +1,4 @@
-"""ctxlab.layout and ctxlab.layout_html: what the context-layout widget computes and draws.
+"""ctxlab.course.layout and ctxlab.course.layout_html: what the context-layout widget computes and draws.
 
 Checked against references: ctxlab.fit's own (kept, dropped), ctxlab.count_messages on the
 prompt a layout says is sent, and properties over random budgets and laps.
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import ctxlab
 import ctxlab.course
-from ctxlab.layout import SEGMENT_NAMES, TranscriptLayout, assembler, layout_window
-from ctxlab.layout_html import render_layout_html
+from ctxlab.course.layout import SEGMENT_NAMES, TranscriptLayout, assembler, layout_window
+from ctxlab.course.layout_html import render_layout_html
 
 RESEARCH = ctxlab.course.load_transcript("research")
 RESEARCH_TOOLS = ctxlab.course.load_tools("research")
@@ -456,7 +456,7 @@ def test_the_bar_is_to_scale_over_budget_or_not(lap, window, reserve):
 def test_a_narrow_segment_is_named_and_a_wide_one_says_its_number():
     view = REPLAY.layout(40, budget(16_000, 2_000), policy=None)  # reserved output: 4% of the bar
     cells = {a["data-segment"]: (float(_style(a)["flex-basis"].rstrip("%")), inner) for a, inner in _cells(render_layout_html(view))}
-    from ctxlab.layout_html import SHORT_NAMES
+    from ctxlab.course.layout_html import SHORT_NAMES
 
     for name, (share, inner) in cells.items():
         if share >= 11:
@@ -490,7 +490,7 @@ def pyplot():
 
 
 def test_a_named_growth_series_is_in_the_legend_even_alone(pyplot):
-    from ctxlab.plots import plot_growth
+    from ctxlab.course.plots import plot_growth
 
     fig = plot_growth({"keep everything": ctxlab.budget.context_per_lap(RESEARCH, RESEARCH_TOOLS)})
     legend = fig.axes[0].get_legend()
@@ -510,7 +510,7 @@ def _overlaps(one, other):
 
 
 def test_replay_and_survival_legends_cover_no_panel_and_explain_every_colour(pyplot):
-    from ctxlab.plots import SURVIVAL_COLOURS, plot_probe_survival, plot_replay
+    from ctxlab.course.plots import SURVIVAL_COLOURS, plot_probe_survival, plot_replay
 
     runs = _replays()
     for fig in (plot_replay(runs, title="Four policies"), plot_probe_survival(runs, title="Facts, lap by lap")):

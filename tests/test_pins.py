@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import ctxlab
 import ctxlab.course
+from ctxlab.course.transcripts import repeat_laps
 from ctxlab.pins import is_pin_call
-from ctxlab.transcripts import repeat_laps
 
 CONSTRAINT = "Do not cite any source published before 2015."
 

@@ -1,7 +1,7 @@
 """The public surface is deliberate, documented, and light to import.
 
 ``ctxlab`` is the practitioner's library: at most about 40 names, each with a docstring example.
-``ctxlab.course`` is the course's machinery around it. The library never imports the course part.
+``ctxlab.course`` is the course's machinery around it. The library never imports the course part (one listed crossing).
 Names that moved out of ``ctxlab.__all__`` read for one release with a warning naming their home
 (as httpx's ``test_exported_members.py`` pins its surface, these tests pin ours).
 """
@@ -48,14 +48,15 @@ COURSE = [
     "TranscriptLayout", "WindowLayout", "layout_window", "render_layout_html",
 ]
 
-# The modules the course's machinery lives in, for now beside the library's: the library must not
-# import them (the package ctxlab.course re-exports them).
-COURSE_MODULES = {"checking", "environment", "transcripts", "layout", "layout_html", "widgets", "plots", "course"}
-# What still crosses, each with its reason; the list only shrinks.
+# The old paths of the course's modules, kept for one release: each warns and hands over to
+# ctxlab/course/ (they import nothing themselves; test_old_module_paths_warn_and_hand_over).
+OLD_PATHS = ("checking", "environment", "transcripts", "layout", "layout_html", "widgets", "plots")
+COURSE_MODULES = {path.stem for path in (PACKAGE / "course").glob("*.py")} - {"__init__"}
+# What still crosses from the library to the course's part, each with its reason; the list only
+# shrinks.
 KNOWN_CROSSINGS = {
-    ("__init__", "layout"): "the retired keep_everything and WindowReplay are answered from ctxlab.layout",
-    ("replaying", "transcripts"): "ctxlab.replay takes a course transcript's name as well as messages",
-    ("policies", "layout"): "a docstring names the layout; no import",
+    ("replaying", "course"): "ctxlab.replay takes a course transcript's name as well as messages: "
+                             "it imports the transcripts then, and only then",
 }
 
 
@@ -124,19 +125,36 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_library_never_imports_the_course_part():
+    assert set(OLD_PATHS) == COURSE_MODULES
     crossings = set()
     for path in sorted(PACKAGE.glob("*.py")):
-        if path.stem in COURSE_MODULES:
+        if path.stem in OLD_PATHS:
             continue
-        crossings |= {(path.stem, module) for module in _imports(path) & COURSE_MODULES}
-        if path.stem == "policies":
-            crossings.add(("policies", "layout"))
+        crossings |= {(path.stem, module) for module in _imports(path) & (COURSE_MODULES | {"course"})}
     assert crossings == set(KNOWN_CROSSINGS), "a library module imports the course's: move it, or list it with its reason"
+
+
+def test_the_course_part_imports_the_library_and_itself_only():
+    for path in sorted((PACKAGE / "course").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                assert node.module.split(".")[0] in COURSE_MODULES, f"{path.name}: from .{node.module}"
+
+
+@pytest.mark.parametrize("old", OLD_PATHS)
+def test_old_module_paths_warn_and_hand_over(old):
+    code = (f"import warnings; warnings.simplefilter('error')\n"
+            f"try:\n    import ctxlab.{old}\nexcept DeprecationWarning as w:\n    print(w)\n"
+            f"warnings.simplefilter('ignore')\nimport ctxlab.{old} as m, ctxlab.course.{old} as n\nprint(m is n)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0].startswith(f"ctxlab.{old} moved to ctxlab.course.{old}") and out[1] == "True"
+    assert len((PACKAGE / f"{old}.py").read_text(encoding="utf-8").splitlines()) < 12  # a hand-over, nothing else
 
 
 def test_import_does_not_pull_in_display_libraries_or_the_course():
     code = ("import sys, ctxlab; print(sorted(m for m in ('ipywidgets', 'matplotlib', 'openai', 'IPython', "
-            "'ctxlab.course', 'ctxlab.checking', 'ctxlab.environment') if m in sys.modules))")
+            "'ctxlab.course', 'ctxlab.course.transcripts', 'ctxlab.course.layout') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -158,8 +176,8 @@ def test_finer_parts_stay_public_in_their_modules():
 
 
 RETIRED = {  # old name: (what the warning names, the module that defines it)
-    "keep_everything": ("ctxlab.KeepEverything()", "ctxlab.layout"),
-    "WindowReplay": ("ctxlab.course.TranscriptLayout", "ctxlab.layout"),
+    "keep_everything": ("ctxlab.KeepEverything()", "ctxlab.course.layout"),
+    "WindowReplay": ("ctxlab.course.TranscriptLayout", "ctxlab.course.layout"),
     "replay_prompts": ("ctxlab.model_calls", "ctxlab.watermarks"),
 }
 

@@ -134,7 +134,7 @@ def test_lap_table_and_an_empty_run():
 
 def test_plots_draw_the_replays(research_runs, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    from ctxlab.plots import plot_probe_survival, plot_replay
+    from ctxlab.course.plots import plot_probe_survival, plot_replay
 
     runs = list(research_runs.values())
     fig = plot_replay(runs, title="research")

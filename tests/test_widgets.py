@@ -1,4 +1,4 @@
-"""ctxlab.widgets: drive the widget's controls from Python and check what it computes and draws;
+"""ctxlab.course.widgets: drive the widget's controls from Python and check what it computes and draws;
 then run it in a kernel, as a notebook does, and check the static picture it leaves behind."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from nbclient import NotebookClient
 from support.pipeline import REPO, offline_env
 
 import ctxlab
-from ctxlab.layout_html import render_layout_html
+from ctxlab.course.layout_html import render_layout_html
 
-widgets = pytest.importorskip("ctxlab.widgets")
+widgets = pytest.importorskip("ctxlab.course.widgets")
 WindowWidget = widgets.WindowWidget
 
 
 def test_importing_ctxlab_and_its_layout_model_pulls_in_no_display_library():
     code = (
-        "import sys, ctxlab, ctxlab.layout, ctxlab.layout_html; "
+        "import sys, ctxlab, ctxlab.course.layout, ctxlab.course.layout_html; "
         "print(sorted(m for m in ('ipywidgets', 'IPython', 'matplotlib') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -30,7 +30,7 @@ def test_importing_ctxlab_and_its_layout_model_pulls_in_no_display_library():
 
 
 def reference(widget):
-    """The picture the widget should show, computed straight from ctxlab.layout."""
+    """The picture the widget should show, computed straight from ctxlab.course.layout."""
     budget = ctxlab.ContextBudget(
         window=widget.window.value, reserve_output=widget.reserve_output.value,
         scratchpad_max=widget.scratchpad_max.value,
@@ -127,7 +127,7 @@ def test_the_scratchpad_cap_control_bounds_a_scratchpad():
 
 
 def test_an_assembler_is_shown_with_its_summary_and_scratchpad():
-    from ctxlab.layout import assembler
+    from ctxlab.course.layout import assembler
 
     def build_context(history, budget, *, tools=None, scratchpad=None, client=None, step=None):
         return ctxlab.assembly.build_context(history, budget, tools=tools, scratchpad=scratchpad, client=client, step=step)
@@ -210,7 +210,7 @@ def test_a_saved_and_converted_notebook_shows_the_last_picture(monkeypatch):
 
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
-        nbformat.v4.new_code_cell("from ctxlab.widgets import WindowWidget\nw = WindowWidget('refund', window=4_000)\nw"),
+        nbformat.v4.new_code_cell("from ctxlab.course.widgets import WindowWidget\nw = WindowWidget('refund', window=4_000)\nw"),
         nbformat.v4.new_code_cell("w.lap.value = 3"),
     ]
     execute(notebook, monkeypatch)

@@ -1,5 +1,10 @@
 """The course's part of ctxlab: what the lessons need and an agent does not.
 
+Its modules: ``checking`` (a lesson's visible tests), ``environment`` (the first cell of every
+lesson), ``transcripts`` (the course's generated runs and ``data/real/``), ``layout`` and
+``layout_html`` (what the window holds lap by lap, and its picture), ``widgets`` (the
+context-layout widget) and ``plots`` (the lessons' figures).
+
 The library (``import ctxlab``) is what an agent builder adopts. This package holds the
 machinery of Context Window Lab around it: the checks a learner runs as they go, the course's
 generated transcripts, the window layouts the lessons draw, the environment check, and the
@@ -12,14 +17,14 @@ imports it.
 'system'
 """
 
-from ..checking import check, check_all, yours_or_reference
-from ..environment import check_environment
-from ..layout import TranscriptLayout, WindowLayout, layout_window
-from ..layout_html import render_layout_html
+from .checking import check, check_all, yours_or_reference
+from .environment import check_environment
+from .layout import TranscriptLayout, WindowLayout, layout_window
+from .layout_html import render_layout_html
 from ..llm import ScriptedClient
 from ..messages import strip_course_keys
 from ..tokens import COURSE_KEYS
-from ..transcripts import load_tools, load_transcript, transcript_info, transcript_names
+from .transcripts import load_tools, load_transcript, transcript_info, transcript_names
 
 __all__ = [
     # checking answers as a learner goes (a lesson's visible tests)
@@ -36,7 +41,7 @@ __all__ = [
     "strip_course_keys",
     # a model's replies played from a script
     "ScriptedClient",
-    # the window as the lessons' widget draws it (the widget itself is ctxlab.widgets)
+    # the window as the lessons' widget draws it (the widget itself is ctxlab.course.widgets)
     "TranscriptLayout",
     "WindowLayout",
     "layout_window",

@@ -111,10 +111,10 @@ def shared() -> Iterator[Recorded]:
 
 
 def real() -> Iterator[Recorded]:
-    """The requests behind ``data/real/`` (read with :func:`ctxlab.transcripts.load_real`): each
+    """The requests behind ``data/real/`` (read with :func:`ctxlab.course.transcripts.load_real`): each
     file's messages, less the reply ``convert.py`` appended to those that end in one, with its
     tools, as billed."""
-    from ctxlab.transcripts import load_real
+    from ctxlab.course.transcripts import load_real
 
     sources = json.loads((REAL / "sources.json").read_text(encoding="utf-8"))
     for name in sorted(sources):
