@@ -22,10 +22,10 @@ several runs side by side.
 >>> import ctxlab
 >>> import ctxlab.course
 >>> from ctxlab.policies import KeepEverything
->>> result = replay("refund", KeepEverything(),
-...                        budget=ctxlab.ContextBudget(window=16_000, reserve_output=2_000))
->>> len(result.laps), result.laps[-1].billed == ctxlab.budget.billed_input(
-...     ctxlab.course.load_transcript("refund"), ctxlab.course.load_tools("refund"))
+>>> refund, tools = ctxlab.course.load_transcript("refund"), ctxlab.course.load_tools("refund")
+>>> result = replay(refund, KeepEverything(), tools=tools, probes=ctxlab.course.transcript_info("refund")["probes"],
+...                 budget=ctxlab.ContextBudget(window=16_000, reserve_output=2_000))
+>>> len(result.laps), result.laps[-1].billed == ctxlab.budget.billed_input(refund, tools)
 (9, True)
 >>> result.survived()
 {'goal': True, 'failure': True}
@@ -34,6 +34,7 @@ several runs side by side.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,31 +200,32 @@ def replay(
 ) -> ReplayResult:
     """Step ``transcript`` through ``policy`` one model call at a time and measure each prompt.
 
-    ``transcript`` is a course transcript's name (its tool schemas and probes are loaded too)
-    or a list of messages. ``policy`` is called as ``policy(history, lap=step, budget=budget,
+    ``transcript`` is the run's list of messages; ``probes`` names the facts to follow
+    (``{"goal": "text the goal holds"}``). A course transcript's name still works for one
+    release, with a ``DeprecationWarning``: :func:`ctxlab.course.replay` replays one by name,
+    with its tool schemas and probes. ``policy`` is called as ``policy(history, lap=step, budget=budget,
     tools=tools)`` with the history before each assistant message and returns that call's
     prompt (see :mod:`ctxlab.policies`); a policy with ``reset()`` is reset first. Tokens are
     counted with :class:`ctxlab.TokenCounter`, each distinct message once.
 
     >>> import ctxlab
     >>> from ctxlab.policies import TruncateOldest
-    >>> run = replay("research", TruncateOldest(),
-    ...                     budget=ctxlab.ContextBudget(window=16_000, reserve_output=2_000))
-    >>> run.survived()["goal"], max(r.tokens for r in run.laps) <= 14_000
-    (False, True)
+    >>> run = [{"role": "user", "content": "Goal: find the refund."}, {"role": "assistant", "content": "On it."},
+    ...        {"role": "user", "content": "Any news?"}, {"role": "assistant", "content": "Found it."}]
+    >>> result = replay(run, TruncateOldest(), probes={"goal": "Goal: find"},
+    ...                 budget=ctxlab.ContextBudget(window=16_000, reserve_output=2_000))
+    >>> len(result.laps), result.survived()
+    (2, {'goal': True})
     """
     if isinstance(transcript, (str, os.PathLike)):
-        from .course.transcripts import (  # a course run, by name
-            load_tools,
-            load_transcript,
-            transcript_info,
-        )
+        warnings.warn(f"ctxlab.replay({os.fspath(transcript)!r}, ...) with a course transcript's name is deprecated "
+                      "and will be removed in the next release: use ctxlab.course.replay(name, ...), or pass the "
+                      "messages", DeprecationWarning, stacklevel=2)
+        from .course.runs import transcript_run  # the deprecated path only
 
-        name = os.fspath(transcript)
-        messages = load_transcript(name)
-        tools = load_tools(name) if tools is None else tools
-        if probes is None and not name.endswith(".jsonl"):
-            probes = transcript_info(name).get("probes", {})
+        messages, own_tools, own_probes = transcript_run(transcript)
+        tools = own_tools if tools is None else tools
+        probes = own_probes if probes is None else probes
     else:
         messages = list(transcript)
     probes = dict(probes or {})

@@ -502,7 +502,7 @@ def _replays():
     client = ctxlab.OfflineSummariser()
     small = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_max=1_000)
     policies = [ctxlab.KeepEverything(), ctxlab.TruncateOldest(), ctxlab.Summarise(client), ctxlab.Assemble(client)]
-    return [ctxlab.replay("research", p, budget=small) for p in policies]
+    return [ctxlab.course.replay("research", p, budget=small) for p in policies]
 
 
 def _overlaps(one, other):

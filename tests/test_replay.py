@@ -19,7 +19,7 @@ BUDGET = ctxlab.ContextBudget(window=16_000, reserve_output=2_000, scratchpad_ma
 def research_runs():
     """The four reference policies over the 40-lap research transcript (computed once)."""
     policies = [KeepEverything(), TruncateOldest(), Summarise(ctxlab.OfflineSummariser()), Assemble(ctxlab.OfflineSummariser())]
-    return {p.name: replay("research", p, budget=BUDGET) for p in policies}
+    return {p.name: ctxlab.course.replay("research", p, budget=BUDGET) for p in policies}
 
 
 # --- prefix reuse --------------------------------------------------------------------------
@@ -95,8 +95,8 @@ def test_the_assembler_keeps_every_probe_in_budget_for_less(research_runs):
 def test_trimming_rarely_keeps_a_longer_cached_prefix_than_trimming_every_lap():
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=800)
     client = ctxlab.OfflineSummariser()
-    rare = replay("research", Assemble(client, low_water=0.5, keep_full_for=99), budget=budget)
-    every = replay("research", Assemble(client, low_water=1.0, keep_full_for=99), budget=budget)
+    rare = ctxlab.course.replay("research", Assemble(client, low_water=0.5, keep_full_for=99), budget=budget)
+    every = ctxlab.course.replay("research", Assemble(client, low_water=1.0, keep_full_for=99), budget=budget)
     assert rare.log.count("summarise") < every.log.count("summarise")
     assert rare.summary()["prefix reused"] > every.summary()["prefix reused"]
     assert rare.summary()["uncached input"] < every.summary()["uncached input"]

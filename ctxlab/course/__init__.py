@@ -2,7 +2,8 @@
 
 Its modules: ``checking`` (a lesson's visible tests), ``environment`` (the first cell of every
 lesson), ``transcripts`` (the course's generated runs and ``data/real/``), ``layout`` and
-``layout_html`` (what the window holds lap by lap, and its picture), ``widgets`` (the
+``layout_html`` (what the window holds lap by lap, and its picture), ``runs`` (a transcript
+replayed by name), ``widgets`` (the
 context-layout widget) and ``plots`` (the lessons' figures).
 
 The library (``import ctxlab``) is what an agent builder adopts. This package holds the
@@ -21,6 +22,7 @@ from .checking import check, check_all, yours_or_reference
 from .environment import check_environment
 from .layout import TranscriptLayout, WindowLayout, layout_window
 from .layout_html import render_layout_html
+from .runs import replay
 from ..llm import ScriptedClient
 from ..messages import strip_course_keys
 from ..tokens import COURSE_KEYS
@@ -37,6 +39,7 @@ __all__ = [
     "transcript_info",
     "load_transcript",
     "load_tools",
+    "replay",
     "COURSE_KEYS",
     "strip_course_keys",
     # a model's replies played from a script
