@@ -192,7 +192,7 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1,
     run, calls = _run(size + (rounds - 1) * laps_timed * 5, unique=unique)
     tools = ctxlab.course.load_tools("research")
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
-    assembler = ctxlab.Assembler(BUDGET, tools=tools, client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()), tools=tools)
     start = next(k for k, i in enumerate(calls) if i >= size)
     for i in calls[:start]:
         context = assembler.context(run[:i], scratchpad=pad, step=run[i]["step"])
@@ -249,8 +249,9 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1,
     counter, old = ctxlab.TokenCounter(), []
     for _previous, i in first_laps:
         began = time.perf_counter()
-        context = ctxlab.build_context(run[:i], BUDGET, tools=tools, scratchpad=pad, state=state,
-                                       client=ctxlab.OfflineSummariser(), count=counter.message, step=run[i]["step"])
+        context = ctxlab.build_context(run[:i], ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+                                       tools=tools, scratchpad=pad, state=state, count=counter.message,
+                                       step=run[i]["step"])
         old.append(time.perf_counter() - began)
         state = context.state
     return {"size": size, "laps": len(ours), "assembler": statistics.median(ours),
@@ -265,7 +266,8 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1,
 def soak(laps: int) -> dict:
     gc.collect()
     run = repeat_laps(ctxlab.course.load_transcript("research"), laps)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+                                 tools=ctxlab.course.load_tools("research"))
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
     tokens, summaries, times = [], [], []
     for i in ctxlab.model_calls(run):

@@ -38,6 +38,7 @@ from . import (  # noqa: F401
     history,
     images,
     llm,
+    memory_policy,
     messages,
     offline,
     parts,
@@ -63,6 +64,7 @@ from .compression import compress, compress_history, restore
 from .errors import BudgetError, CtxlabError, MessageError, SummaryError
 from .events import MemoryLog
 from .llm import OfflineSummariser, get_client
+from .memory_policy import MemoryPolicy
 from .messages import validate_messages
 from .policies import Assemble, KeepEverything, Summarise, TruncateOldest
 from .replaying import ReplayResult, replay
@@ -112,6 +114,7 @@ __all__ = [
     "restore",
     "TrajectoryStore",
     # assembling a context, policies and replay
+    "MemoryPolicy",
     "build_context",
     "Assembler",
     "KeepEverything",

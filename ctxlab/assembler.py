@@ -33,7 +33,8 @@ shape (which calls it holds) is found once, so a lap copies it without looking a
 >>> import ctxlab.course
 >>> research = ctxlab.course.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600)
->>> assembler = Assembler(budget, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
+>>> policy = ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser())
+>>> assembler = Assembler(policy, tools=ctxlab.course.load_tools("research"))
 >>> for index in ctxlab.model_calls(research):
 ...     context = assembler.context(research[:index], step=research[index]["step"])
 >>> context.tokens <= budget.input_limit, assembler.state.cut > 0, len(assembler) == index
@@ -46,13 +47,12 @@ import bisect
 import heapq
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from .assembly import (
     AssemblyState,
     Context,
     _bounded_pad,
-    _check_fraction,
     _tools_tokens,
     assemble,
     assemble_detail,
@@ -64,15 +64,13 @@ from .compression import _aged_view, _text_cut, compress_history, result_text, s
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
+from .memory_policy import MemoryPolicy, as_policy
 from .messages import MessageChecker, strip_course_keys
-from .pins import PIN_TOOL, is_pin_call
+from .pins import is_pin_call
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import is_summary, summary_message
 from .tokens import COURSE_KEYS, REPLY_PRIMING, TokenCounter, _line_start_after, _line_start_before
 from .trimming import PINNED_ROLES, pins_itself
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .store import TrajectoryStore
 
 __all__ = ["Assembler"]
 
@@ -94,7 +92,9 @@ class _Pieces(NamedTuple):
 class Assembler:
     """``build_context`` lap after lap for one growing record, at the cost of what is new.
 
-    The options are :func:`ctxlab.build_context`'s, fixed for the run. Give it the record as
+    ``policy`` is the run's :class:`ctxlab.MemoryPolicy` (or a :class:`ctxlab.ContextBudget` for
+    the default policy), as :func:`ctxlab.build_context` takes it, with the request's ``tools``:
+    both fixed for the run. Give it the record as
     it grows, either the whole record each lap (:meth:`context`, which takes what is new) or
     the new messages (:meth:`extend`, then :meth:`build`). A message that would make the
     record invalid raises :class:`ctxlab.MessageError` naming its index, and nothing is added.
@@ -105,10 +105,10 @@ class Assembler:
 
     The small-talk stage of eviction is off by default (``small_talk_tokens=0``), as in
     ``build_context``: it drops short unpinned messages outright, and a short user message may
-    be a constraint ("do not touch the payments module"). Pin what must survive, then pass
-    ``small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS`` to turn it on.
+    be a constraint ("do not touch the payments module"). Pin what must survive, then set the
+    policy's ``small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS`` to turn it on.
 
-    A call of the pin tool ``pin_tool`` (:data:`ctxlab.pins.PIN_TOOL`; ``None`` recognises none) is
+    A call of the policy's pin tool ``pin_tool`` (:data:`ctxlab.pins.PIN_TOOL`; ``None`` recognises none) is
     pinned with its turn group, as a message marked ``"pinned": True`` is, unless it is marked
     ``"pinned": False`` (:mod:`ctxlab.pins`): kept in the pinned head, its results never
     compressed by age, exactly as in ``build_context``.
@@ -118,8 +118,8 @@ class Assembler:
     >>> [m["role"] for m in assembler.build().messages]
     ['system', 'user']
     >>> import ctxlab
-    >>> chatty = Assembler(ContextBudget(window=1_000, reserve_output=200),
-    ...                    small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS)  # stage on
+    >>> chatty = Assembler(ctxlab.MemoryPolicy(ContextBudget(window=1_000, reserve_output=200),
+    ...                                        small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS))  # stage on
     >>> assembler.small_talk_tokens, chatty.small_talk_tokens
     (0, 40)
     >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": '{"text": "No refunds."}'}}
@@ -131,35 +131,25 @@ class Assembler:
 
     def __init__(
         self,
-        budget: ContextBudget,
+        policy: MemoryPolicy | ContextBudget,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        client: Any = None,
-        model: str | None = None,
-        keep_recent: int = 1,
-        pin_user_messages: bool = False,
-        low_water: float = 0.6,
-        keep_full_for: int = 2,
-        compress_after: int | None = None,
-        max_chars: int = 1_200,
-        store: TrajectoryStore | None = None,
         log: MemoryLog | None = None,
         counter: TokenCounter | None = None,
-        small_talk_tokens: int = 0,
-        pin_tool: str | None = PIN_TOOL,
+        **options: Any,
     ) -> None:
-        _check_fraction(low_water)
-        self.budget = budget
+        policy = as_policy(policy, options, "Assembler")
+        self.policy = policy
+        self.budget = policy.budget
         self.tools = tools
-        self.client = client
-        self.model = model
-        self.keep_recent = keep_recent
-        self.pin_user_messages = pin_user_messages
-        self.low_water = low_water
-        self.small_talk_tokens = small_talk_tokens
-        self.pin_tool = pin_tool
-        self.compression = dict(keep_full_for=keep_full_for, compress_after=compress_after,
-                                max_chars=max_chars, store=store)
+        self.client = policy.client
+        self.model = policy.model
+        self.keep_recent = policy.keep_recent
+        self.pin_user_messages = policy.pin_user_messages
+        self.low_water = policy.low_water
+        self.small_talk_tokens = policy.small_talk_tokens
+        self.pin_tool = policy.pin_tool
+        self.compression = policy.compression
         self.log = log if log is not None else MemoryLog()
         self.counter = counter or TokenCounter()
         self.state = AssemblyState()
@@ -344,12 +334,9 @@ class Assembler:
         pinned_before = self._pinned_before(cut)
         fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
         context = assemble(
-            self._static, self._elastic, self.budget, self.state, pinned_before=pinned_before,
-            tools=self.tools, scratchpad=scratchpad, client=self.client, model=self.model, step=step,
-            keep_recent=self.keep_recent, pin_user_messages=self.pin_user_messages, low_water=self.low_water,
-            compression=self.compression, log=self.log, count=self.counter.message, memo=self._memo,
-            record_tokens=fixed + self._tokens, fixed=fixed, small_talk_tokens=self.small_talk_tokens,
-            pin_tool=self.pin_tool,
+            self._static, self._elastic, self.policy, self.state, pinned_before=pinned_before,
+            tools=self.tools, scratchpad=scratchpad, step=step, log=self.log, count=self.counter.message,
+            memo=self._memo, record_tokens=fixed + self._tokens, fixed=fixed,
         )
         context.messages = [_copy(m) for m in context.messages]  # nothing the caller changes reaches the record
         self.state = context.state

@@ -32,8 +32,8 @@ the history was last cut, and the summary so far): pass each call's ``state`` to
 >>> research = ctxlab.course.load_transcript("research")
 >>> budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600)
 >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
->>> context = build_context(research[:41], budget, tools=ctxlab.course.load_tools("research"),
-...                         scratchpad=pad, client=ctxlab.OfflineSummariser())
+>>> policy = ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser())
+>>> context = build_context(research[:41], policy, tools=ctxlab.course.load_tools("research"), scratchpad=pad)
 >>> [m["role"] for m in context.messages][:2], context.messages[-1] == pad.message()
 (['system', 'user'], True)
 >>> context.tokens <= budget.input_limit, ctxlab.pairs_ok(context.messages), context.log.counts()
@@ -44,13 +44,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .budget import Allocation, ContextBudget
 from .compression import compress_history
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .eviction import small_talk_groups
+from .memory_policy import MemoryPolicy, as_policy
 from .messages import strip_course_keys, validate_messages
 from .pins import PIN_TOOL, is_pin_call
 from .scratchpad import Scratchpad, is_scratchpad_message
@@ -58,9 +59,6 @@ from .summarising import compact, is_summary, summary_message
 from .summary_format import MIN_SUMMARY_TOKENS
 from .tokens import REPLY_PRIMING, TokenCounter, count_tools
 from .trimming import PINNED_ROLES, fit, pinned_indices, turn_group_spans
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .store import TrajectoryStore
 
 __all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "pinned_group_spans",
            "split_record", "trim_middle", "summarise_cut", "trim_without_summary", "order_prompt", "Middle", "Cut"]
@@ -114,14 +112,6 @@ class Context:
     def summary(self) -> str | None:
         """The rolled-up summary in this prompt (``None`` when there is none)."""
         return self.state.summary
-
-
-def _check_fraction(low_water: float) -> None:
-    if isinstance(low_water, bool) or not isinstance(low_water, (int, float)) or not 0 < low_water <= 1:
-        raise ValueError(
-            f"low_water must be a fraction of the allowance in (0, 1] (the level a trim cuts down "
-            f"to; 1 trims just enough on every lap), got {low_water!r}"
-        )
 
 
 def _last_step(messages: Sequence[Message]) -> int:
@@ -427,54 +417,49 @@ def order_prompt(
 
 def build_context(
     history: Sequence[Message],
-    budget: ContextBudget,
+    policy: MemoryPolicy | ContextBudget,
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     scratchpad: Scratchpad | None = None,
     state: AssemblyState | None = None,
-    client: Any = None,
-    model: str | None = None,
     step: int | None = None,
-    keep_recent: int = 1,
-    pin_user_messages: bool = False,
-    low_water: float = 0.6,
-    keep_full_for: int = 2,
-    compress_after: int | None = None,
-    max_chars: int = 1_200,
-    store: TrajectoryStore | None = None,
     log: MemoryLog | None = None,
     count: Callable[[Message], int] | None = None,
-    small_talk_tokens: int = 0,
-    pin_tool: str | None = PIN_TOOL,
+    **options: Any,
 ) -> Context:
     """Assemble the prompt for the next model call from the full record ``history``.
 
     ``history`` is the run so far, as it happened: the system message(s) first, then the
     user's messages, every assistant message and every tool result (for example
-    ``TrajectoryStore.load()``), never an assembled prompt. The result's ``messages`` are:
+    ``TrajectoryStore.load()``), never an assembled prompt. ``policy`` is the run's
+    :class:`ctxlab.MemoryPolicy` (the budget, the summariser, the trims, the age tiers, the
+    pins); a :class:`ctxlab.ContextBudget` alone stands for the default policy with that
+    budget. What moves from lap to lap is passed beside it: the request's ``tools``, the
+    ``scratchpad``, the ``state`` the previous lap returned, the lap ``step`` (by default the
+    last one in ``history``), the ``log`` to add to, and ``count``, a message's tokens. The
+    result's ``messages`` are:
 
     1. the leading system messages (the static prefix; ``tools`` are counted with it);
     2. the pinned head: the first user message (the task), and any message marked
-       ``"pinned": True`` or call of the pin tool ``pin_tool`` (:data:`ctxlab.pins.PIN_TOOL`, with
-       its results: :mod:`ctxlab.pins`), with its turn group, that is older than the cut. These
-       are the pinned list: copied forward unchanged on every lap, outside the summary, so a
-       constraint stated once survives any number of compactions; their tokens are the
-       allocation's ``pinned`` line. Other user messages are not
-       pinned by default (``pin_user_messages=True`` pins them all, as lesson 06's
+       ``"pinned": True`` or call of the pin tool ``policy.pin_tool``
+       (:data:`ctxlab.pins.PIN_TOOL`, with its results: :mod:`ctxlab.pins`), with its turn
+       group, that is older than the cut. These are the pinned list: copied forward unchanged
+       on every lap, outside the summary, so a constraint stated once survives any number of
+       compactions; their tokens are the allocation's ``pinned`` line. Other user messages
+       are not pinned by default (``pin_user_messages=True`` pins them all, as lesson 06's
        :class:`ctxlab.Assemble` does): moved above the summary they would lose their place
        next to the replies they got;
     3. ONE summary message (:func:`ctxlab.summary_message`) when anything has been cut,
        rolled up with the previous summary (``state.summary``), never stacked, and never more
        than ``budget.summary_cap`` tokens (nor half the history's allowance): the compaction
        prompt states the cap and a summary over it is cut (:func:`ctxlab.compact`);
-    4. the kept turn groups in their order, newest ``keep_recent`` always among them (the
-       newest message is the last before the scratchpad), tool results compressed by age
-       (``keep_full_for``, ``compress_after``, ``max_chars``, ``store``, as in
-       :func:`ctxlab.compress_history`; ``step`` is the current lap, by default the last one
-       in ``history``). A message without a ``step``, as in a history straight from the API,
-       is given its lap (:func:`number_laps`: each assistant message is the next one), so
-       such a history ages too; the prompt leaves ``step`` out, and ``dropped`` and the log
-       hold those messages with it;
+    4. the kept turn groups in their order, the newest ``policy.keep_recent`` always among
+       them (the newest message is the last before the scratchpad), tool results compressed
+       by age (the policy's ``keep_full_for``, ``compress_after``, ``max_chars`` and
+       ``store``, as in :func:`ctxlab.compress_history`). A message without a ``step``, as in
+       a history straight from the API, is given its lap (:func:`number_laps`: each assistant
+       message is the next one), so such a history ages too; the prompt leaves ``step`` out,
+       and ``dropped`` and the log hold those messages with it;
     5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
 
     It runs as a pipeline of small stages: :func:`split_record`, the fixed part and the
@@ -483,8 +468,8 @@ def build_context(
 
     * ``compress``: tool results shrunk by age (on every lap, so the prompt stays stable);
     * ``small_talk``: old small talk dropped, without a summary (:func:`ctxlab.eviction.small_talk`:
-      user or assistant messages with no tool calls, at most ``small_talk_tokens`` tokens
-      each, not pinned, not in the newest ``keep_recent`` groups). OFF by default
+      user or assistant messages with no tool calls, at most ``policy.small_talk_tokens``
+      tokens each, not pinned, not in the newest ``keep_recent`` groups). OFF by default
       (``small_talk_tokens=0``): a short user message may be a constraint ("do not touch the
       payments module"), and this stage would drop it outright where ``summarise`` would
       have kept its gist. Pin what must survive (``"pinned": True``), then turn it on with
@@ -496,10 +481,13 @@ def build_context(
     event lists the stages run (``event.data["stages"]``). No stage takes out the system
     prompt, the goal, anything pinned, or the scratchpad. While the middle fits its allowance
     the prompt only grows (the prefix is stable). When it does not, older groups are cut down
-    to ``low_water`` of the allowance, with room kept for the summary, and folded into it by
-    ``client`` (:func:`ctxlab.get_client`); with no ``client`` they are dropped. When the pins
-    and the newest groups leave no room for a summary, the prompt is trimmed without one, and
-    the log says so. Everything cut is in the log and in ``dropped``, in full.
+    to ``policy.low_water`` of the allowance, with room kept for the summary, and folded into
+    it by ``policy.client`` (:func:`ctxlab.get_client`); with no client they are dropped. When
+    the pins and the newest groups leave no room for a summary, the prompt is trimmed without
+    one, and the log says so. Everything cut is in the log and in ``dropped``, in full.
+
+    The options given one by one beside a budget (``build_context(history, budget,
+    low_water=0.5)``, the old style) still work for one release, with a ``DeprecationWarning``.
 
     Raises :class:`ctxlab.BudgetError` when the static prefix, the pins, the newest groups
     and the scratchpad cannot fit, and :class:`ctxlab.MessageError` for a malformed history
@@ -519,14 +507,14 @@ def build_context(
     >>> chatty = [*history, {"role": "assistant", "content": "On it.", "step": 1},
     ...           {"role": "user", "content": "Thanks!", "step": 1},
     ...           {"role": "assistant", "content": "Fixed: the parser now skips blank lines. " * 8, "step": 2}]
-    >>> tight = ctxlab.ContextBudget(window=300, reserve_output=200)
+    >>> tight = ctxlab.MemoryPolicy(ctxlab.ContextBudget(window=300, reserve_output=200))
     >>> build_context(chatty, tight).log.filter("assemble")[0].data["stages"]
     ('compress', 'trim')
-    >>> on = build_context(chatty, tight, small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS)
+    >>> on = build_context(chatty, tight.replace(small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS))
     >>> on.log.filter("assemble")[0].data["stages"], [m["content"] for m in on.log.messages("small_talk")]
     (('compress', 'small_talk'), ['On it.', 'Thanks!'])
     """
-    _check_fraction(low_water)
+    policy = as_policy(policy, options, "build_context")
     validate_messages(history)
     history = number_laps(history)
     counter = count or TokenCounter().message
@@ -535,41 +523,30 @@ def build_context(
     spans = turn_group_spans(elastic)
     if state.cut and state.cut != len(elastic) and not any(a == state.cut for a, _ in spans):
         raise ValueError(f"state.cut ({state.cut}) does not fall between turn groups of this history")
-    pinned_before = [(a, b) for a, b in pinned_group_spans(elastic, pin_user_messages, pin_tool=pin_tool)
+    pinned_before = [(a, b) for a, b in pinned_group_spans(elastic, policy.pin_user_messages, pin_tool=policy.pin_tool)
                      if a < state.cut]
     return assemble(
-        static, elastic, budget, state, pinned_before=pinned_before, tools=tools, scratchpad=scratchpad,
-        client=client, model=model, step=_last_step(history) if step is None else step, keep_recent=keep_recent,
-        pin_user_messages=pin_user_messages, low_water=low_water,
-        compression=dict(keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars, store=store),
-        log=log if log is not None else MemoryLog(), count=counter, small_talk_tokens=small_talk_tokens,
-        pin_tool=pin_tool,
+        static, elastic, policy, state, pinned_before=pinned_before, tools=tools, scratchpad=scratchpad,
+        step=_last_step(history) if step is None else step, log=log if log is not None else MemoryLog(),
+        count=counter,
     )
 
 
 def assemble(
     static: list[Message],
     elastic: Sequence[Message],
-    budget: ContextBudget,
+    policy: MemoryPolicy,
     state: AssemblyState,
     *,
     pinned_before: Sequence[tuple[int, int]],
     tools: Sequence[Mapping[str, Any]] | None,
     scratchpad: Scratchpad | None,
-    client: Any,
-    model: str | None,
     step: int,
-    keep_recent: int,
-    pin_user_messages: bool,
-    low_water: float,
-    compression: Mapping[str, Any],
     log: MemoryLog,
     count: Callable[[Message], int],
     memo: dict | None = None,
     record_tokens: int | None = None,
     fixed: int | None = None,
-    small_talk_tokens: int = 0,
-    pin_tool: str | None = PIN_TOOL,
 ) -> Context:
     """The pipeline behind :func:`build_context`, on a record already checked and split.
 
@@ -579,6 +556,8 @@ def assemble(
     what it keeps across laps (``memo`` for compression, the record's tokens, the fixed part).
     """
     counter = count
+    budget, client, keep_recent, low_water = policy.budget, policy.client, policy.keep_recent, policy.low_water
+    pin_tool, small_talk_tokens = policy.pin_tool, policy.small_talk_tokens
     # -- stage 1: the fixed part, the scratchpad, the allowance; compression -----------------------
     if fixed is None:
         fixed = sum(counter(m) for m in static) + _tools_tokens(tools, counter) + REPLY_PRIMING
@@ -590,9 +569,9 @@ def assemble(
         # leaves alone the results of a caller marked "pinned", so the pin calls are marked
         marked = [{**m, "pinned": True} if m.get("pinned") is None and is_pin_call(m, pin_tool) else m
                   for m in messages]
-        return compress_history(marked, step, log=log, count=counter, memo=memo, **compression)
+        return compress_history(marked, step, log=log, count=counter, memo=memo, **policy.compression)
 
-    middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, pin_user_messages, pin_tool)
+    middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, policy.pin_user_messages, pin_tool)
 
     # -- eviction, in its fixed order (EVICTION_ORDER), stopping as soon as the middle fits -------
     # stage 1, compress, has run above (by age, on every lap, so the prompt stays stable);
@@ -621,7 +600,7 @@ def assemble(
     if over:  # stages 3 and 4: summarise old turns, else trim the oldest
         options = dict(low_water=low_water, keep_recent=keep_recent, count=counter)
         decision = summarise_cut(middle, elastic, state, allowance, budget.summary_cap, client=client,
-                                 model=model, **options) or trim_without_summary(
+                                 model=policy.model, **options) or trim_without_summary(
             middle, state, allowance, budget=budget, fixed=fixed, pad_tokens=pad_tokens,
             why="no summary" if client is None and not state.summary else (
                 "the pins and the newest groups leave no room for a summary: trimmed without one"),

@@ -19,8 +19,8 @@ Why the small-talk stage is off by default: length is all it looks at, and a sho
 message may be a constraint ("Do not touch the payments module." is about a dozen tokens). Left
 unpinned, such a message would be dropped outright, with nothing of it in the summary. Pin
 every message that must survive, then turn the stage on with the suggested limit,
-``build_context(..., small_talk_tokens=SMALL_TALK_MAX_TOKENS)`` (or ``Assembler(...,
-small_talk_tokens=...)``); ``small_talk_tokens=0``, the default, leaves it off.
+``ctxlab.MemoryPolicy(budget, small_talk_tokens=SMALL_TALK_MAX_TOKENS)``, the policy
+``build_context`` and the ``Assembler`` take; ``small_talk_tokens=0``, the default, leaves it off.
 
 >>> EVICTION_ORDER
 ('compress', 'small_talk', 'summarise', 'trim')

@@ -37,6 +37,7 @@ from .assembler import Assembler
 from .assembly import AssemblyState
 from .budget import ContextBudget
 from .events import MemoryLog
+from .memory_policy import MemoryPolicy
 from .messages import strip_course_keys
 from .pins import PIN_TOOL
 from .scratchpad import Scratchpad, update_scratchpad
@@ -279,8 +280,9 @@ class Assemble(Policy):
         pad = self._update(history)
         assembler = self._assembler
         if assembler is None or assembler.budget != budget or assembler.tools is not tools:
+            policy = MemoryPolicy(budget, client=self.client, **self.options)
             assembler = self._assembler = Assembler(  # an Assembler costs what is new on each lap
-                budget, tools=tools, client=self.client, log=self.log, counter=self.counter, **self.options,
+                policy, tools=tools, log=self.log, counter=self.counter,
             )
             assembler.state = self.state
         context = assembler.context(history, scratchpad=pad, step=lap)

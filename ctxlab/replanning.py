@@ -12,7 +12,7 @@ scratchpad and the memory decisions of that lap (``context.log`` from
 :func:`ctxlab.build_context`, or any :class:`ctxlab.MemoryLog`); it returns the message to
 append to the prompt, or ``None`` when no re-plan is due. In a loop::
 
-    context = ctxlab.build_context(record, budget, scratchpad=pad, state=state, client=client)
+    context = ctxlab.build_context(record, policy, scratchpad=pad, state=state)
     state = context.state
     messages = context.messages
     replan = ctxlab.replanning.replan_after(pad, context.log)  # None on most laps

@@ -61,7 +61,8 @@ def check_lap(context, record, budget, scratchpad):
 
 def test_a_thousand_laps_each_in_budget_with_a_bounded_summary():
     run = long_run(1_000)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+                                 tools=ctxlab.course.load_tools("research"))
     scratchpad = pad()
     summaries = 0
     for index in ctxlab.model_calls(run):
@@ -76,14 +77,15 @@ def test_the_assembler_gives_what_build_context_gives():
     run = long_run(150)
     tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
-    assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()), tools=tools)
     state, counter = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter()
     seen = 0
     for index in ctxlab.model_calls(run):
         step = run[index]["step"]
         ours = assembler.context(run[:index], scratchpad=pad(), step=step)
-        want = ctxlab.build_context(run[:index], budget, tools=tools, scratchpad=pad(), state=state,
-                                    client=ctxlab.OfflineSummariser(), count=counter.message, step=step)
+        want = ctxlab.build_context(run[:index], ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
+                                    tools=tools, scratchpad=pad(), state=state, count=counter.message,
+                                    step=step)
         state = want.state
         assert (ours.messages, ours.tokens, ours.state, ours.allocation) == (
             want.messages, want.tokens, want.state, want.allocation), f"lap {step}"
@@ -98,13 +100,14 @@ def _same_laps(run, budget, *, laps, steps=None, **options):
     lap's prompt (``None`` when a lap cannot fit)."""
     tools = ctxlab.course.load_tools("research")
     client = options.pop("client", None)
-    assembler = ctxlab.Assembler(budget, tools=tools, client=client, **options)
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=client, **options), tools=tools)
     state, counter, seen, last = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter(), 0, None
     for lap, index in enumerate(ctxlab.model_calls(run)[:laps]):
         step = None if steps is None else steps[lap % len(steps)]
         try:
-            want = ctxlab.build_context(run[:index], budget, tools=tools, scratchpad=pad(), state=state,
-                                        client=client, count=counter.message, step=step, **options)
+            want = ctxlab.build_context(run[:index], ctxlab.MemoryPolicy(budget, client=client, **options),
+                                        tools=tools, scratchpad=pad(), state=state, count=counter.message,
+                                        step=step)
         except ctxlab.BudgetError:
             with pytest.raises(ctxlab.BudgetError):
                 assembler.context(run[:index], scratchpad=pad(), step=step)
@@ -260,7 +263,9 @@ def test_without_room_for_a_summary_it_trims_and_says_so():
     history[-1] = big
     need = ctxlab.count_message(big) + sum(ctxlab.count_message(m) for m in history if m.get("pinned") or m is history[1])
     budget = ctxlab.ContextBudget(window=need + 1_400, reserve_output=500, scratchpad_max=300, summary_max=1_000)
-    context = ctxlab.build_context(history, budget, tools=None, client=ctxlab.OfflineSummariser(), keep_full_for=99)
+    context = ctxlab.build_context(history,
+                                   ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser(),
+                                                       keep_full_for=99), tools=None)
     assert context.tokens <= budget.input_limit
     (trim,) = context.log.filter("trim")
     assert "no room for a summary" in trim.detail
@@ -272,7 +277,9 @@ def test_errors_never_report_a_negative_allowance():
     for window in range(1_000, 6_000, 250):
         budget = ctxlab.ContextBudget(window=window, reserve_output=300, scratchpad_max=200, summary_max=400)
         try:
-            ctxlab.build_context(history, budget, client=ctxlab.OfflineSummariser(), keep_full_for=0, max_chars=100)
+            ctxlab.build_context(history,
+                                 ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser(), keep_full_for=0,
+                                                     max_chars=100))
         except ctxlab.BudgetError as err:
             assert err.available is None or err.available >= 0, str(err)
             assert "= -" not in str(err) or "nothing left for history" in str(err)
@@ -318,7 +325,7 @@ def test_a_scratchpad_changed_between_laps_is_rendered_again():
     run = list(long_run(30))
     tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=120, summary_max=600)
-    assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()), tools=tools)
     state, counter, seen = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter(), 0
     scratchpad = pad()
     for lap, index in enumerate(ctxlab.model_calls(run)[:40]):
@@ -330,8 +337,8 @@ def test_a_scratchpad_changed_between_laps_is_rendered_again():
             scratchpad.remaining = ["write the brief"]
         if lap == 25:
             scratchpad.failed["fetch_pdf {}"] = "http_403"
-        want = ctxlab.build_context(run[:index], budget, tools=tools, scratchpad=scratchpad, state=state,
-                                    client=ctxlab.OfflineSummariser(), count=counter.message)
+        want = ctxlab.build_context(run[:index], ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
+                                    tools=tools, scratchpad=scratchpad, state=state, count=counter.message)
         ours = assembler.context(run[:index], scratchpad=scratchpad)
         state = want.state
         assert ours.messages == want.messages and ours.tokens == want.tokens, f"lap {lap}"
@@ -403,8 +410,9 @@ def test_a_dropped_assembler_is_freed_at_once_not_by_the_garbage_collector(clien
     caches then: a cycle would leave them to a full collection, which frees them all during
     some later, unrelated call (about 200 ms for a 10,000-message run)."""
     run = long_run(120)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"),
-                                 client=ctxlab.OfflineSummariser() if client else None)
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET,
+                                                     client=ctxlab.OfflineSummariser() if client else None),
+                                 tools=ctxlab.course.load_tools("research"))
     for i in ctxlab.model_calls(run):  # fast laps from the kept window, and laps that cut
         context = assembler.context(run[:i], scratchpad=pad(), step=run[i]["step"])
     assert assembler.log.count("trim" if client is None else "summarise")
@@ -423,7 +431,8 @@ def test_compress_events_of_two_laps_share_no_entries():
     """The compress event's entries are made once per change and copied each lap: an entry
     changed by a reader of one lap's event is not the next lap's."""
     run = long_run(40)
-    assembler = ctxlab.Assembler(BUDGET, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+                                 tools=ctxlab.course.load_tools("research"))
     calls = ctxlab.model_calls(run)
     assembler.context(run[:calls[30]], scratchpad=pad())
     (first,) = [e for e in assembler.log if e.kind == "compress"][-1:]
@@ -437,7 +446,8 @@ def test_compress_events_of_two_laps_share_no_entries():
 def test_a_lap_that_does_not_cut_lists_the_dropped_messages_without_copying_the_record():
     run = long_run(150)
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
-    assembler = ctxlab.Assembler(budget, tools=ctxlab.course.load_tools("research"), client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
+                                 tools=ctxlab.course.load_tools("research"))
     views = 0
     for index in ctxlab.model_calls(run):
         context = assembler.context(run[:index], scratchpad=pad(), step=run[index]["step"])
@@ -497,11 +507,12 @@ def test_editing_every_part_of_a_prompt_never_reaches_a_later_lap_or_the_record(
     pristine = copy.deepcopy(run)
     tools = ctxlab.course.load_tools("research")
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
-    assembler = ctxlab.Assembler(budget, tools=tools, client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()), tools=tools)
     state, counter, seen = ctxlab.assembly.AssemblyState(), ctxlab.TokenCounter(), 0
     for lap, index in enumerate(ctxlab.model_calls(run)):
-        want = ctxlab.build_context(pristine[:index], budget, tools=tools, scratchpad=pad(), state=state,
-                                    client=ctxlab.OfflineSummariser(), count=counter.message)
+        want = ctxlab.build_context(pristine[:index],
+                                    ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()), tools=tools,
+                                    scratchpad=pad(), state=state, count=counter.message)
         ours = assembler.context(run[:index], scratchpad=pad())
         state = want.state
         assert ours.messages == want.messages and ours.tokens == want.tokens, f"lap {lap}"

@@ -51,7 +51,8 @@ def check_invariants(context, history, budget, tools=None, scratchpad=None):
 def test_static_first_summary_once_scratchpad_last():
     history = research_until(30)
     tools = ctxlab.course.load_tools("research")
-    context = build_context(history, BUDGET, tools=tools, scratchpad=pad(), client=ctxlab.OfflineSummariser())
+    context = build_context(history, ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+                            tools=tools, scratchpad=pad())
     check_invariants(context, history, BUDGET, tools, pad())
     roles = [m["role"] for m in context.messages]
     summary_at = next(i for i, m in enumerate(context.messages) if is_summary(m))
@@ -67,7 +68,9 @@ def test_what_is_pinned_goes_above_the_summary_in_record_order():
     constraint = next(i for i, m in enumerate(history) if "published in 2021 or later" in (m.get("content") or ""))
     marked = [*history[:constraint], {**history[constraint], "pinned": True}, *history[constraint + 1:]]
     for record, options in ((marked, {}), (history, {"pin_user_messages": True})):
-        context = build_context(record, BUDGET, scratchpad=pad(), client=ctxlab.OfflineSummariser(), **options)
+        context = build_context(record,
+                                ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser(), **options),
+                                scratchpad=pad())
         check_invariants(context, record, BUDGET, scratchpad=pad())
         roles = [m["role"] for m in context.messages]
         assert roles[:3] == ["system", "user", "user"] and is_summary(context.messages[3])
@@ -94,8 +97,9 @@ def test_old_results_are_compressed_and_can_be_stubbed_with_a_store():
     history = research_until(12)
     with ctxlab.TrajectoryStore(run="research") as store:
         store.extend(history)
-        context = build_context(history, ctxlab.ContextBudget(window=64_000, reserve_output=2_000),
-                                compress_after=4, store=store)
+        context = build_context(history,
+                                ctxlab.MemoryPolicy(ctxlab.ContextBudget(window=64_000, reserve_output=2_000),
+                                                    compress_after=4, store=store))
         refs = [stub_reference(m["content"]) for m in context.messages if m["role"] == "tool"]
         assert any(refs)
         for ref in filter(None, refs):
@@ -115,8 +119,8 @@ def test_every_lap_fits_and_state_rolls_the_summary_up(window):
     client = ctxlab.course.ScriptedClient(default="FACTS:\n- a short summary")
     for index in ctxlab.model_calls(research):
         history = research[:index]
-        context = build_context(history, budget, tools=tools, scratchpad=pad(), state=state,
-                                client=client, step=research[index]["step"], log=log)
+        context = build_context(history, ctxlab.MemoryPolicy(budget, client=client), tools=tools,
+                                scratchpad=pad(), state=state, step=research[index]["step"], log=log)
         check_invariants(context, history, budget, tools, pad())
         assert state.cut <= context.state.cut  # a cut never moves back
         state = context.state
@@ -131,7 +135,8 @@ def test_the_whole_prompt_never_exceeds_the_input_limit_even_with_large_pins():
     history = research_until(20)
     history[5] = {**history[5], "pinned": True}
     budget = ctxlab.ContextBudget(window=9_000, reserve_output=1_000, scratchpad_max=400)
-    context = build_context(history, budget, scratchpad=pad(), client=ctxlab.OfflineSummariser())
+    context = build_context(history, ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
+                            scratchpad=pad())
     check_invariants(context, history, budget, scratchpad=pad())
     assert ctxlab.course.strip_course_keys([history[5]])[0] in context.messages
 
@@ -141,8 +146,9 @@ def test_a_budget_that_cannot_work_is_refused_with_the_numbers():
     with pytest.raises(ctxlab.BudgetError, match="nothing left for history"):
         build_context(history, ctxlab.ContextBudget(window=600, reserve_output=400, scratchpad_max=400), scratchpad=pad())
     with pytest.raises(ctxlab.BudgetError, match="allowance is"):
-        build_context(history, ctxlab.ContextBudget(window=1_400, reserve_output=300, scratchpad_max=300),
-                      scratchpad=pad(), client=ctxlab.OfflineSummariser())
+        build_context(history,
+                      ctxlab.MemoryPolicy(ctxlab.ContextBudget(window=1_400, reserve_output=300, scratchpad_max=300),
+                                          client=ctxlab.OfflineSummariser()), scratchpad=pad())
     with pytest.raises(ctxlab.BudgetError, match="never shed"):
         build_context(history, ctxlab.ContextBudget(window=9_000, reserve_output=300, scratchpad_max=10), scratchpad=pad())
 
@@ -154,8 +160,9 @@ def test_low_water_trims_less_often_than_trimming_every_lap():
     for low_water in (0.5, 1.0):
         state, log = AssemblyState(), MemoryLog()
         for index in ctxlab.model_calls(research):
-            context = build_context(research[:index], budget, state=state, low_water=low_water,
-                                    keep_full_for=99, log=log, step=research[index]["step"])
+            context = build_context(research[:index],
+                                    ctxlab.MemoryPolicy(budget, low_water=low_water, keep_full_for=99),
+                                    state=state, log=log, step=research[index]["step"])
             state = context.state
         trims[low_water] = log.count("trim")
     assert 0 < trims[0.5] < trims[1.0]
@@ -167,7 +174,8 @@ def test_low_water_trims_less_often_than_trimming_every_lap():
 def test_every_decision_is_logged_with_what_it_took_out():
     history = research_until(25)
     log = MemoryLog()
-    context = build_context(history, BUDGET, scratchpad=pad(), client=ctxlab.OfflineSummariser(), log=log)
+    context = build_context(history, ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+                            scratchpad=pad(), log=log)
     assert context.log is log
     assert [e.kind for e in log] == ["compress", "summarise", "assemble"]
     compress, summarise, assemble = log
@@ -209,14 +217,16 @@ def test_an_assembled_prompt_is_not_a_history():
 def test_the_small_talk_stage_is_off_unless_asked_for():
     import inspect
 
-    for where in (build_context, ctxlab.Assembler, ctxlab.Assemble):
+    for where in (ctxlab.MemoryPolicy, ctxlab.Assemble):
         assert inspect.signature(where).parameters["small_talk_tokens"].default == 0, where
     record = [*research_until(3), {"role": "user", "content": "Do not touch the payments module.", "step": 3}]
     record += research_until(6)[len(record) - 1:]
     tight = ctxlab.ContextBudget(window=build_context(record, BUDGET).tokens + 2_000 - 3, reserve_output=2_000)
-    default = build_context(record, tight, client=ctxlab.OfflineSummariser())
+    default = build_context(record, ctxlab.MemoryPolicy(tight, client=ctxlab.OfflineSummariser()))
     assert not default.log.filter("small_talk") and default.log.filter("summarise")
-    on = build_context(record, tight, client=ctxlab.OfflineSummariser(), small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS)
+    on = build_context(record,
+                       ctxlab.MemoryPolicy(tight, client=ctxlab.OfflineSummariser(),
+                                           small_talk_tokens=ctxlab.eviction.SMALL_TALK_MAX_TOKENS))
     assert [m["content"] for m in on.log.messages("small_talk")] == ["Do not touch the payments module."]
 
 
@@ -228,7 +238,7 @@ def test_a_state_from_another_history_is_refused():
 @pytest.mark.parametrize("low_water", [0, 1.5, "half", True])
 def test_low_water_must_be_a_fraction(low_water):
     with pytest.raises(ValueError, match="low_water"):
-        build_context(research_until(3), BUDGET, low_water=low_water)
+        build_context(research_until(3), ctxlab.MemoryPolicy(BUDGET, low_water=low_water))
 
 
 # --- properties ----------------------------------------------------------------------------
@@ -267,8 +277,9 @@ def test_any_record_gives_a_valid_prompt_in_budget_or_a_budget_error(history, wi
     scratchpad = ctxlab.Scratchpad(goal="Answer the task", done=["a", "b"])
     client = ctxlab.course.ScriptedClient(default="FACTS:\n- folded") if with_client else None
     try:
-        context = build_context(history, budget, scratchpad=scratchpad, client=client, low_water=low_water,
-                                keep_full_for=keep_full_for)
+        context = build_context(history,
+                                ctxlab.MemoryPolicy(budget, client=client, low_water=low_water,
+                                                    keep_full_for=keep_full_for), scratchpad=scratchpad)
     except ctxlab.BudgetError:
         return
     check_invariants(context, history, budget, scratchpad=scratchpad)

@@ -258,10 +258,10 @@ def test_json_nested_too_deep_to_walk_is_cut_as_text_and_a_run_goes_on(depth):
         run += [{"role": "assistant", "content": None, "tool_calls": [c], "step": lap},
                 {"role": "tool", "tool_call_id": f"c{lap}", "content": "y " * 700, "step": lap}]
     budget = ctxlab.ContextBudget(window=16_000, reserve_output=1_000, scratchpad_max=500)
-    context = ctxlab.build_context(run, budget, client=ctxlab.OfflineSummariser(), step=40)
+    context = ctxlab.build_context(run, ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()), step=40)
     assert [e.kind for e in context.log] == ["compress", "summarise", "assemble"]
-    assembler = ctxlab.Assembler(budget, client=ctxlab.OfflineSummariser(), compress_after=5,
-                                 store=ctxlab.TrajectoryStore(run="deep"))
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser(),
+                                                     compress_after=5, store=ctxlab.TrajectoryStore(run="deep")))
     for index in ctxlab.model_calls(run):
         assert assembler.context(run[:index]).tokens <= budget.input_limit
     pad = ctxlab.scratchpad.update_scratchpad(ctxlab.Scratchpad(goal="g"), call, text, step=1)

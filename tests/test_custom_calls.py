@@ -107,9 +107,9 @@ def test_a_long_run_of_custom_calls_assembles_as_its_function_twin_does():
     pristine = copy.deepcopy(twin)
     budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600, summary_max=600)
     options = dict(client=ctxlab.OfflineSummariser(), compress_after=6, store=None)
-    ours = ctxlab.Assembler(budget, **{**options, "store": ctxlab.TrajectoryStore(run="a")})
-    theirs = ctxlab.Assembler(budget, **{**options, "client": ctxlab.OfflineSummariser(),
-                                         "store": ctxlab.TrajectoryStore(run="a")})
+    ours = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, **{**options, "store": ctxlab.TrajectoryStore(run="a")}))
+    theirs = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, **{**options, "client": ctxlab.OfflineSummariser(),
+                                                             "store": ctxlab.TrajectoryStore(run="a")}))
     compacted = 0
     for index in ctxlab.model_calls(run):
         mine, want = ours.context(twin[:index]), theirs.context(run[:index])

@@ -169,11 +169,13 @@ def test_summarising_never_fails_where_plain_trimming_fits(name):
         allowance = max(1, int(elastic * share))
         budget = ctxlab.ContextBudget(window=fixed + allowance + 500, reserve_output=500, scratchpad_max=100)
         try:
-            plain = ctxlab.build_context(record, budget, keep_full_for=99)
+            plain = ctxlab.build_context(record, ctxlab.MemoryPolicy(budget, keep_full_for=99))
         except ctxlab.BudgetError as err:
             assert err.available is None or err.available >= 0
             continue
-        summarised = ctxlab.build_context(record, budget, client=ctxlab.OfflineSummariser(), keep_full_for=99)
+        summarised = ctxlab.build_context(record,
+                                          ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser(),
+                                                              keep_full_for=99))
         for context in (plain, summarised):
             assert context.tokens <= budget.input_limit and ctxlab.pairs_ok(context.messages)
             assert context.messages[-1] == ctxlab.course.strip_course_keys([record[-1]])[0]

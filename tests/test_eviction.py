@@ -37,7 +37,8 @@ OFFLINE = ctxlab.OfflineSummariser()
 
 def build(window, *, client=OFFLINE, history=CHATTY, **options):
     budget = ctxlab.ContextBudget(window=window, reserve_output=1_000, scratchpad_max=200)
-    return ctxlab.build_context(history, budget, tools=TOOLS, scratchpad=PAD, client=client, **options)
+    return ctxlab.build_context(history, ctxlab.MemoryPolicy(budget, client=client, **options), tools=TOOLS,
+                                scratchpad=PAD)
 
 
 def stages(context):
@@ -146,12 +147,12 @@ def test_never_the_system_the_goal_the_pins_or_the_scratchpad(window):
 def test_the_assembler_gives_the_same_prompts_lap_after_lap(options):
     budget = ctxlab.ContextBudget(window=4_200, reserve_output=1_000, scratchpad_max=200)
     client = ctxlab.OfflineSummariser()
-    assembler = ctxlab.Assembler(budget, tools=TOOLS, client=client, **options)
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=client, **options), tools=TOOLS)
     state = ctxlab.assembly.AssemblyState()
     for index in ctxlab.model_calls(CHATTY):
         step = CHATTY[index]["step"]
-        want = ctxlab.build_context(CHATTY[:index], budget, tools=TOOLS, scratchpad=PAD, state=state, client=client,
-                                    step=step, **options)
+        want = ctxlab.build_context(CHATTY[:index], ctxlab.MemoryPolicy(budget, client=client, **options),
+                                    tools=TOOLS, scratchpad=PAD, state=state, step=step)
         got = assembler.context(CHATTY[:index], scratchpad=PAD, step=step)
         assert got.messages == want.messages and got.state == want.state and got.tokens == want.tokens
         state = want.state

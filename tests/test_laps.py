@@ -44,8 +44,8 @@ def test_a_run_without_laps_assembles_as_the_same_run_with_them(options):
             return {**options, "store": ctxlab.TrajectoryStore(run=run_name)}
         return dict(options)
 
-    stepped = ctxlab.Assembler(BUDGET, client=ctxlab.OfflineSummariser(), **opts("a"))
-    numbered = ctxlab.Assembler(BUDGET, client=ctxlab.OfflineSummariser(), **opts("a"))
+    stepped = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser(), **opts("a")))
+    numbered = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser(), **opts("a")))
     state, compressed, seen = ctxlab.assembly.AssemblyState(), 0, 0
     for lap, index in enumerate(ctxlab.model_calls(run)):
         want = stepped.context(run[:index])
@@ -54,8 +54,9 @@ def test_a_run_without_laps_assembles_as_the_same_run_with_them(options):
         assert numbered.state == stepped.state
         if not options.get("store") and (lap % 7 == 0 or lap > 100):  # build_context too, on some laps
             # (with a store, its references are numbered by each call's own saves)
-            alone = ctxlab.build_context(bare[:index], BUDGET, state=state, client=ctxlab.OfflineSummariser(),
-                                         **opts("a"))
+            alone = ctxlab.build_context(bare[:index],
+                                         ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser(),
+                                                             **opts("a")), state=state)
             assert alone.messages == want.messages and alone.tokens == want.tokens, f"lap {lap}"
         state = numbered.state
         compressed += any(e.kind == "compress" for e in list(numbered.log)[seen:])
@@ -87,8 +88,9 @@ def test_real_api_histories_age_their_tool_results():
     for name in real_names():
         run, tools, _ = load_real(name)
         assert not any("step" in m for m in run)
-        context = ctxlab.build_context(run, ctxlab.ContextBudget(window=128_000, reserve_output=4_000),
-                                       tools=tools, keep_full_for=0, max_chars=100)
+        context = ctxlab.build_context(run,
+                                       ctxlab.MemoryPolicy(ctxlab.ContextBudget(window=128_000, reserve_output=4_000),
+                                                           keep_full_for=0, max_chars=100), tools=tools)
         aged += sum(len(e.data["changes"]) for e in context.log.filter("compress"))
         assert all("step" not in m for m in context.messages)
     assert aged > 0

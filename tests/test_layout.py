@@ -268,10 +268,10 @@ def test_a_scratchpad_that_is_not_written_or_fails_is_reported():
 def test_build_context_through_the_assembler_adapter():
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
     view = REPLAY.layout(40, budget(window=14_000, scratchpad_max=600), policy=assembler(), scratchpad=pad)
-    context = ctxlab.assembly.build_context(
-        REPLAY.prompt(40), budget(window=14_000, scratchpad_max=600), tools=RESEARCH_TOOLS, scratchpad=pad,
-        client=ctxlab.OfflineSummariser(),
-    )
+    context = ctxlab.assembly.build_context(REPLAY.prompt(40),
+                                            ctxlab.MemoryPolicy(budget(window=14_000, scratchpad_max=600),
+                                                                client=ctxlab.OfflineSummariser()),
+                                            tools=RESEARCH_TOOLS, scratchpad=pad)
     assert view.policy == "ctxlab.build_context"
     assert view.prompt_tokens == context.tokens, "the picture counts what build_context sends"
     assert [b.kind for b in view.blocks if b.index is None] == ["summary", "scratchpad"]

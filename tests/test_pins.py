@@ -144,12 +144,13 @@ def test_build_context_copies_an_old_pin_call_into_the_pinned_head_verbatim():
     group = pin_group(CONSTRAINT, step=1, siblings=1)
     history = [*TASK, *group, *[chatter(lap, 60) for lap in range(2, 40)]]
     budget = ctxlab.ContextBudget(window=3_000, reserve_output=500)
-    context = ctxlab.build_context(history, budget, client=ctxlab.OfflineSummariser())
+    context = ctxlab.build_context(history, ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()))
     sent = ctxlab.course.strip_course_keys(group)
     assert context.summary is not None and context.messages[2:2 + len(sent)] == sent  # above the summary
     assert ctxlab.is_summary(context.messages[2 + len(sent)])
     assert context.allocation.pinned >= ctxlab.count_messages(sent) - 3  # the pinned list's line of the budget
-    off = ctxlab.build_context(history, budget, client=ctxlab.OfflineSummariser(), pin_tool=None)
+    off = ctxlab.build_context(history,
+                               ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser(), pin_tool=None))
     assert not contiguous(sent, off.messages)
 
 
@@ -206,7 +207,9 @@ def test_a_pin_call_survives_fit_and_build_context_verbatim(case):
     calls = ctxlab.model_calls(record)
     state = None
     for index in calls[::8] + [len(record)]:  # laps of the run, the state carried from one to the next
-        context = ctxlab.build_context(record[:index], budget, state=state, client=ctxlab.OfflineSummariser())
+        context = ctxlab.build_context(record[:index],
+                                       ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
+                                       state=state)
         state = context.state
         if index > record.index(group[-1]):
             assert contiguous(sent, context.messages)
@@ -238,8 +241,8 @@ class Assembled:
         self.state = None
 
     def __call__(self, history, *, lap, budget, tools=None):
-        context = ctxlab.build_context(history, budget, tools=tools, state=self.state,
-                                       client=ctxlab.OfflineSummariser(), step=lap, log=self.log)
+        context = ctxlab.build_context(history, ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
+                                       tools=tools, state=self.state, step=lap, log=self.log)
         self.state = context.state
         return context.messages
 
@@ -263,7 +266,7 @@ def test_the_assembler_keeps_an_old_pin_call_like_build_context():
     group = pin_group(CONSTRAINT, step=1)
     history = [*TASK, *group, *[chatter(lap, 60) for lap in range(2, 40)]]
     budget = ctxlab.ContextBudget(window=3_000, reserve_output=500)
-    assembler = ctxlab.Assembler(budget, client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()))
     for index in ctxlab.model_calls(history)[::5] + [len(history)]:
         context = assembler.context(history[:index])
     assert contiguous(ctxlab.course.strip_course_keys(group), context.messages)

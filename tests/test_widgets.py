@@ -130,7 +130,8 @@ def test_an_assembler_is_shown_with_its_summary_and_scratchpad():
     from ctxlab.course.layout import assembler
 
     def build_context(history, budget, *, tools=None, scratchpad=None, client=None, step=None):
-        return ctxlab.assembly.build_context(history, budget, tools=tools, scratchpad=scratchpad, client=client, step=step)
+        return ctxlab.assembly.build_context(history, ctxlab.MemoryPolicy(budget, client=client), tools=tools,
+                                             scratchpad=scratchpad, step=step)
 
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps", done=[f"read source {i}" for i in range(40)])
     w = WindowWidget("research", policy=assembler(build_context), reference=assembler(),

@@ -519,7 +519,10 @@ def assembler(build: Callable[..., Any] | None = None, **options: Any) -> Callab
     """
     if build is None:
         from ..assembly import build_context as build
-    wanted = _accepted(build, ("budget", "scratchpad", "pad", "tools", "step", "keep_recent", "count", "client"))
+    wanted = _accepted(build, ("budget", "scratchpad", "pad", "tools", "step", "keep_recent", "count", "client",
+                               "policy"))
+    if "policy" in wanted:  # ctxlab's own: the budget, keep_recent and the client go in its MemoryPolicy
+        wanted |= {"budget", "keep_recent", "client"}
 
     def policy(history, allowance, *, prompt, budget, tools, step, keep_recent, count, scratchpad):
         offered = {
@@ -527,11 +530,18 @@ def assembler(build: Callable[..., Any] | None = None, **options: Any) -> Callab
             "keep_recent": keep_recent, "count": count,
         }
         named = {k: v for k, v in offered.items() if k in wanted and k not in options}
+        extra = dict(options)
         if "client" in wanted and "client" not in options:
             from ..llm import OfflineSummariser
 
             named["client"] = OfflineSummariser()
-        return build(prompt, **named, **options)
+        if "policy" in wanted:
+            from ..memory_policy import OPTIONS, MemoryPolicy
+
+            chosen = {k: named.pop(k) for k in list(named) if k in OPTIONS}
+            chosen.update({k: extra.pop(k) for k in list(extra) if k in OPTIONS})
+            named["policy"] = MemoryPolicy(**chosen)
+        return build(prompt, **named, **extra)
 
     policy.__name__ = getattr(build, "__name__", "assembler")
     policy.ctxlab_label = policy_label(build)  # type: ignore[attr-defined]
