@@ -1,12 +1,13 @@
 """An assembler kept across laps: each lap costs what is new, not the length of the run.
 
-:func:`ctxlab.build_context` is a function of the whole record: on every lap it validates it,
-finds its pinned groups and counts it again, so over a run of n laps its work grows with n
-squared. An :class:`Assembler` follows one growing record instead. Each message is validated,
+:func:`ctxlab.build_context` is an :class:`Assembler` run once on the whole record: called on
+every lap, it validates the record, finds its pinned groups and counts it again, so over a run
+of n laps its work grows with n squared. An :class:`Assembler` kept across laps follows one
+growing record instead. Each message is validated,
 counted and grouped once, when it arrives; each tool result is compressed once per age tier;
 and a lap looks only at what can be in the prompt (the pinned groups and the record from the
 last cut on). It gives the same prompts as ``build_context`` with the state passed from lap
-to lap (and the same log events).
+to lap (and the same log events): both are this one pipeline.
 
 Between cuts it keeps that window from lap to lap: each message's view (compressed for its age
 tier), its tokens and its sendable copy (course keys stripped), the turn groups' tokens and
@@ -46,7 +47,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from .assembly import (
@@ -69,10 +70,17 @@ from .messages import MessageChecker, strip_course_keys
 from .pins import is_pin_call
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import is_summary, summary_message
-from .tokens import COURSE_KEYS, REPLY_PRIMING, TokenCounter, _line_start_after, _line_start_before
+from .tokens import (
+    COURSE_KEYS,
+    REPLY_PRIMING,
+    TokenCounter,
+    _line_start_after,
+    _line_start_before,
+    count_tools,
+)
 from .trimming import PINNED_ROLES, pins_itself
 
-__all__ = ["Assembler"]
+__all__ = ["Assembler", "counter_for"]
 
 Message = Mapping[str, Any]
 
@@ -191,6 +199,11 @@ class Assembler:
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Add messages to the record; each is validated and counted once, here."""
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+            raise MessageError(
+                f"message list: expected a list of message dicts, got {type(messages).__name__}; "
+                "wrap a single message in a list (or pass it to append)"
+            )
         batch = list(messages)
         trial = self._checker.fork()
         for offset, message in enumerate(batch):
@@ -198,8 +211,9 @@ class Assembler:
             problems = trial.check(index, message)
             if not problems and (is_summary(message) or is_scratchpad_message(message)):
                 kind = "summary" if is_summary(message) else "scratchpad"
-                problems = [(index, f"the history holds a {kind} message; give the assembler the run's "
-                             "record, and it adds the summary and the scratchpad itself")]
+                problems = [(index, f"the history holds a {kind} message; pass the run's full record "
+                             "(e.g. TrajectoryStore.load()) and the summary so far as state=AssemblyState(...): "
+                             "the summary and the scratchpad are added to the prompt for you")]
             if problems:
                 where, problem = problems[0]
                 raise MessageError(f"message {where}: {problem}", index=where)
@@ -323,6 +337,7 @@ class Assembler:
         if waiting:
             index, problem = waiting[0]
             raise MessageError(f"message {index}: {problem}", index=index)
+        self._check_state()
         if step is None:
             step = self._max_step
         fast = self._fast(scratchpad, step)
@@ -341,6 +356,20 @@ class Assembler:
         context.messages = [_copy(m) for m in context.messages]  # nothing the caller changes reaches the record
         self.state = context.state
         return context
+
+    def _check_state(self) -> None:
+        """Refuse a state (set from outside, as ``build_context`` does) that cuts this record
+        where no cut can be: past its end, or inside a turn group."""
+        cut, size = self.state.cut, len(self._elastic)
+        if cut > size:
+            raise ValueError(
+                f"state.cut is {cut} but the history has only {size} messages after its system prompt: "
+                "this state belongs to another (longer) history"
+            )
+        if 0 < cut < size:
+            group = bisect.bisect_left(self._starts, cut)
+            if group == len(self._starts) or self._starts[group] != cut:
+                raise ValueError(f"state.cut ({cut}) does not fall between turn groups of this history")
 
     def _pinned_before(self, cut: int) -> list[tuple[int, int]]:
         spans = []
@@ -447,6 +476,37 @@ class Assembler:
             message = summary_message(summary)
             self._summary_cache = (summary, strip_course_keys([message])[0], self.counter.message(message))
         return self._summary_cache[1], self._summary_cache[2]
+
+
+class _CountWith(TokenCounter):
+    """A :class:`ctxlab.TokenCounter` that counts a message with a function of one's own (the
+    ``count`` :func:`ctxlab.build_context` takes) and the tool schemas by the rule."""
+
+    def __init__(self, count: Callable[[Message], int]) -> None:
+        super().__init__()
+        self._count = count
+
+    def message(self, message: Message) -> int:
+        return self._count(message)
+
+    def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        return count_tools(tools)
+
+
+def counter_for(count: Callable[[Message], int] | None) -> TokenCounter | None:
+    """The counter that counts as ``count`` does: its own counter when ``count`` is a
+    :class:`ctxlab.TokenCounter`'s ``message`` (``None`` for a new one when it is ``None``).
+
+    >>> counter = TokenCounter()
+    >>> counter_for(counter.message) is counter, counter_for(len).message({"a": 1})
+    (True, 1)
+    """
+    if count is None:
+        return None
+    owner = getattr(count, "__self__", None)
+    if isinstance(owner, TokenCounter) and getattr(count, "__func__", None) is type(owner).message:
+        return owner
+    return _CountWith(count)
 
 
 def _pad_key(pad: Any) -> tuple | None:

@@ -27,6 +27,11 @@ course keys stripped, every tool call answered.
 The assembler follows one growing record from lap to lap through :class:`AssemblyState` (where
 the history was last cut, and the summary so far): pass each call's ``state`` to the next.
 
+There is one pipeline. ``build_context`` is an :class:`ctxlab.Assembler` run once on the record:
+a lap that fits its allowance is made from the assembler's window of what can be in the prompt,
+and a lap that must cut runs :func:`assemble`, the stages below. An agent that calls it on every
+lap pays for the whole record each time; an ``Assembler`` kept across laps pays for what is new.
+
 >>> import ctxlab
 >>> import ctxlab.course
 >>> research = ctxlab.course.load_transcript("research")
@@ -48,20 +53,20 @@ from typing import Any
 
 from .budget import Allocation, ContextBudget
 from .compression import compress_history
-from .errors import BudgetError, MessageError
+from .errors import BudgetError
 from .events import MemoryLog
 from .eviction import small_talk_groups
 from .memory_policy import MemoryPolicy, as_policy
-from .messages import strip_course_keys, validate_messages
+from .messages import strip_course_keys
 from .pins import PIN_TOOL, is_pin_call
-from .scratchpad import Scratchpad, is_scratchpad_message
-from .summarising import compact, is_summary, summary_message
+from .scratchpad import Scratchpad
+from .summarising import compact, summary_message
 from .summary_format import MIN_SUMMARY_TOKENS
 from .tokens import REPLY_PRIMING, TokenCounter, count_tools
-from .trimming import PINNED_ROLES, fit, pinned_indices, turn_group_spans
+from .trimming import fit, pinned_indices, turn_group_spans
 
-__all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "pinned_group_spans",
-           "split_record", "trim_middle", "summarise_cut", "trim_without_summary", "order_prompt", "Middle", "Cut"]
+__all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "trim_middle",
+           "summarise_cut", "trim_without_summary", "order_prompt", "Middle", "Cut"]
 
 Message = Mapping[str, Any]
 
@@ -114,18 +119,13 @@ class Context:
         return self.state.summary
 
 
-def _last_step(messages: Sequence[Message]) -> int:
-    steps = [m["step"] for m in messages if isinstance(m.get("step"), int) and not isinstance(m.get("step"), bool)]
-    return max(steps) if steps else 0
-
-
 def _tools_tokens(tools: Sequence[Mapping[str, Any]] | None, count: Callable[[Message], int]) -> int:
     """The tool schemas' tokens, with the encoding of ``count`` when it is a TokenCounter's."""
     counter = getattr(count, "__self__", None)
     return counter.tools(tools) if isinstance(counter, TokenCounter) else count_tools(tools)
 
 
-# --- stage 0: the record, its laps numbered, split into the static prefix and the rest ----------
+# --- the record's laps, for a history straight from the API ------------------------------------
 
 
 def lap_of(message: Message, last: int | None) -> int:
@@ -170,55 +170,7 @@ def number_laps(history: Sequence[Message]) -> list[Message]:
     return out
 
 
-def split_record(history: Sequence[Message], state: AssemblyState) -> tuple[list[Message], list[Message]]:
-    """The leading system (and developer) messages, and the rest of the record.
-
-    Refuses a record that holds a summary or scratchpad message (an assembled prompt), and a
-    state cut beyond the record.
-
-    >>> split_record([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], AssemblyState())
-    ([{'role': 'system', 'content': 's'}], [{'role': 'user', 'content': 'u'}])
-    """
-    n_static = 0
-    while n_static < len(history) and history[n_static].get("role") in PINNED_ROLES:
-        n_static += 1
-    static, elastic = list(history[:n_static]), list(history[n_static:])
-    for index, message in enumerate(elastic, start=n_static):
-        if is_summary(message) or is_scratchpad_message(message):
-            kind = "summary" if is_summary(message) else "scratchpad"
-            raise MessageError(
-                f"message {index}: the history holds a {kind} message; pass the run's full record "
-                "(e.g. TrajectoryStore.load()) and the summary as state=AssemblyState(...), and "
-                "build_context adds the summary and the scratchpad itself",
-                index=index,
-            )
-    if state.cut > len(elastic):
-        raise ValueError(
-            f"state.cut is {state.cut} but the history has only {len(elastic)} messages after its "
-            "system prompt: this state belongs to another (longer) history"
-        )
-    return static, elastic
-
-
 # --- the middle: turn groups, which are pinned, what each costs ----------------------------------
-
-
-def pinned_group_spans(
-    elastic: Sequence[Message], pin_user_messages: bool = False, *, pin_tool: str | None = PIN_TOOL,
-) -> list[tuple[int, int]]:
-    """``(start, stop)`` of the turn groups of ``elastic`` that are pinned: the group of the
-    first user message (the task), every group holding a message marked ``"pinned": True`` or a
-    call of the pin tool (:func:`ctxlab.trimming.pinned_indices`), and with ``pin_user_messages`` every
-    user message's.
-
-    >>> pinned_group_spans([{"role": "user", "content": "task"}, {"role": "assistant", "content": "a"},
-    ...                     {"role": "user", "content": "rule", "pinned": True}])
-    [(0, 1), (2, 3)]
-    """
-    pins = pinned_indices(elastic, pin_tool=pin_tool)
-    if pin_user_messages:
-        pins |= {i for i, m in enumerate(elastic) if m.get("role") == "user"}
-    return [(a, b) for a, b in turn_group_spans(elastic) if any(i in pins for i in range(a, b))]
 
 
 @dataclass
@@ -462,8 +414,9 @@ def build_context(
        and ``dropped`` and the log hold those messages with it;
     5. the scratchpad's message, bounded by ``budget.scratchpad_max``.
 
-    It runs as a pipeline of small stages: :func:`split_record`, the fixed part and the
-    allowance, then eviction in a fixed order (:data:`ctxlab.eviction.EVICTION_ORDER`), cheapest loss
+    It runs an :class:`ctxlab.Assembler` once on ``history``: each message is checked, given
+    its lap and counted, then the fixed part and the allowance are found, then eviction runs
+    in a fixed order (:data:`ctxlab.eviction.EVICTION_ORDER`), cheapest loss
     first, stopping as soon as the middle fits:
 
     * ``compress``: tool results shrunk by age (on every lap, so the prompt stays stable);
@@ -514,22 +467,13 @@ def build_context(
     >>> on.log.filter("assemble")[0].data["stages"], [m["content"] for m in on.log.messages("small_talk")]
     (('compress', 'small_talk'), ['On it.', 'Thanks!'])
     """
-    policy = as_policy(policy, options, "build_context")
-    validate_messages(history)
-    history = number_laps(history)
-    counter = count or TokenCounter().message
-    state = state or AssemblyState()
-    static, elastic = split_record(history, state)
-    spans = turn_group_spans(elastic)
-    if state.cut and state.cut != len(elastic) and not any(a == state.cut for a, _ in spans):
-        raise ValueError(f"state.cut ({state.cut}) does not fall between turn groups of this history")
-    pinned_before = [(a, b) for a, b in pinned_group_spans(elastic, policy.pin_user_messages, pin_tool=policy.pin_tool)
-                     if a < state.cut]
-    return assemble(
-        static, elastic, policy, state, pinned_before=pinned_before, tools=tools, scratchpad=scratchpad,
-        step=_last_step(history) if step is None else step, log=log if log is not None else MemoryLog(),
-        count=counter,
-    )
+    from .assembler import Assembler, counter_for  # the one pipeline: an Assembler run once
+
+    assembler = Assembler(as_policy(policy, options, "build_context"), tools=tools, log=log,
+                          counter=counter_for(count))
+    assembler.extend(history)
+    assembler.state = state or AssemblyState()
+    return assembler.build(scratchpad=scratchpad, step=step)
 
 
 def assemble(
@@ -548,12 +492,14 @@ def assemble(
     record_tokens: int | None = None,
     fixed: int | None = None,
 ) -> Context:
-    """The pipeline behind :func:`build_context`, on a record already checked and split.
+    """The lap that must cut, for :class:`ctxlab.Assembler` (and so :func:`build_context`), on a
+    record already checked and split into its leading system messages and the rest.
 
     It looks only at what can be in the prompt: the pinned groups older than ``state.cut``
     (``pinned_before``, elastic index ranges) and the record from the cut on, so a lap costs
     what the window holds, not what the run has accumulated. :class:`Assembler` calls it with
-    what it keeps across laps (``memo`` for compression, the record's tokens, the fixed part).
+    what it keeps across laps (``memo`` for compression, the record's tokens, the fixed part); a
+    lap that fits is made from the window it keeps instead, with the same prompt and events.
     """
     counter = count
     budget, client, keep_recent, low_water = policy.budget, policy.client, policy.keep_recent, policy.low_water

@@ -558,3 +558,12 @@ def test_a_compressed_result_is_counted_from_its_pieces_exactly():
         kept.append(sum(p is not None for p in assembler._pieces))
     assert kept[-1] == 2 == max(kept)  # each result came in pieces; those of the aged ones were used
     assert any("cut ...]" in (m.get("content") or "") for m in context.messages)
+
+
+def test_a_message_given_where_a_list_is_wanted_is_refused_with_the_fix():
+    message = {"role": "user", "content": "Fix bug #412."}
+    for wrong in (message, "Fix bug #412.", 42):
+        with pytest.raises(ctxlab.MessageError, match="expected a list of message dicts.*wrap a single message"):
+            ctxlab.Assembler(BUDGET).extend(wrong)
+        with pytest.raises(ctxlab.MessageError, match="expected a list of message dicts"):
+            ctxlab.build_context(wrong, BUDGET)

@@ -299,3 +299,32 @@ def test_any_record_gives_a_valid_prompt_in_budget_or_a_budget_error(history, wi
     assert all(any(m is h for h in history) for m in context.dropped)
     from_history = len(sent) - 1 - sum(map(is_summary, sent))  # all but the scratchpad and summary
     assert from_history + len(context.dropped) == len(history)  # prompt and dropped partition the record
+
+
+def test_build_context_is_an_assembler_run_once(monkeypatch):
+    runs = []
+    build = ctxlab.Assembler.build
+
+    def counted(self, **options):
+        runs.append((len(self), self.state))
+        return build(self, **options)
+
+    monkeypatch.setattr(ctxlab.Assembler, "build", counted)
+    history, state = research_until(30), AssemblyState()
+    context = build_context(history, ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()), state=state)
+    assert runs == [(len(history), state)], "one Assembler, given the whole record and the state, built once"
+    assert context.log.filter("summarise"), "the lap cuts: the pipeline's stages ran inside the Assembler"
+
+
+def test_an_assembler_refuses_a_state_that_cannot_belong_to_its_record():
+    history = research_until(5)
+    groups = ctxlab.trimming.turn_group_spans(history[1:])
+    inside = next(a + 1 for a, b in groups if b - a > 1)  # a cut between a call and its result
+    for cut, words in ((500, "belongs to another"), (inside, "does not fall between turn groups")):
+        assembler = ctxlab.Assembler(BUDGET)
+        assembler.extend(history)
+        assembler.state = AssemblyState(cut=cut)
+        with pytest.raises(ValueError, match=words):
+            assembler.build()
+        with pytest.raises(ValueError, match=words):
+            build_context(history, BUDGET, state=AssemblyState(cut=cut))
