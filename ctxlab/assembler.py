@@ -57,17 +57,19 @@ from .assembly import (
     _tools_tokens,
     assemble,
     assemble_detail,
+    in_prompt_order,
     lap_of,
+    pinned_head,
 )
 from .budget import ContextBudget
 from .calls import CALL_TYPES
-from .compression import _aged_view, _text_cut, compress_history, result_text, stub_reference
+from .compression import _aged_view, _text_cut, age_tier, ages, compress_history, result_text
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
 from .memory_policy import MemoryPolicy, as_policy
 from .messages import MessageChecker, strip_course_keys
-from .pins import is_pin_call
+from .pins import marked_caller
 from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import is_summary, summary_message
 from .tokens import (
@@ -345,11 +347,9 @@ class Assembler:
             self.state = fast.state
             return fast
         self._window = None
-        cut = self.state.cut
-        pinned_before = self._pinned_before(cut)
         fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
         context = assemble(
-            self._static, self._elastic, self.policy, self.state, pinned_before=pinned_before,
+            self._static, self._elastic, self.policy, self.state, pinned=self._pinned_spans(),
             tools=self.tools, scratchpad=scratchpad, step=step, log=self.log, count=self.counter.message,
             memo=self._memo, record_tokens=fixed + self._tokens, fixed=fixed,
         )
@@ -371,7 +371,12 @@ class Assembler:
             if group == len(self._starts) or self._starts[group] != cut:
                 raise ValueError(f"state.cut ({cut}) does not fall between turn groups of this history")
 
+    def _pinned_spans(self) -> list[tuple[int, int]]:
+        """The elastic ``(start, stop)`` of every pinned group (the pin rule ran on arrival)."""
+        return self._pinned_before(len(self._elastic) + 1)
+
     def _pinned_before(self, cut: int) -> list[tuple[int, int]]:
+        """The elastic ``(start, stop)`` of the pinned groups that start before ``cut``."""
         spans = []
         for group in self._pinned:
             start = self._starts[group]
@@ -418,13 +423,9 @@ class Assembler:
         window.log_compress(self.log, step, self.compression)
         head_groups, head_tokens, head_stop = window.head()
         body = window.copies()
-        messages = [_copy(m) for m in self._static_sendable()]
-        messages += body[:head_stop]
-        if summary_msg is not None:
-            messages.append(_copy(summary_msg))
-        messages += body[head_stop:]
-        if pad_message is not None:
-            messages.append(pad_message)  # already a new dict
+        messages = in_prompt_order([_copy(m) for m in self._static_sendable()], body[:head_stop],
+                                   _copy(summary_msg) if summary_msg is not None else None, body[head_stop:],
+                                   pad_message)  # the pad's message is already a new dict
         dropped = window.dropped
         self.log.record(
             "assemble", lap=step, tokens_before=fixed + self._tokens, tokens_after=tokens,
@@ -722,29 +723,23 @@ class _Window:
         return self.views[at] if at is not None else {}
 
     def _ages(self, k: int) -> bool:
-        """True when the tool result at ``k`` is one ``compress_history`` shrinks by age: not
-        pinned, nor answering a caller that is (marked ``"pinned": True``, or a pin call not
-        marked at all, which the pipeline marks before compressing)."""
+        """True when the tool result at ``k`` is one ``compress_history`` shrinks by age
+        (:func:`ctxlab.compression.ages`), its caller marked as the pipeline marks it
+        (:func:`ctxlab.pins.marked_caller`)."""
         message = self.owner._elastic[self.positions[k]]
-        lap = message.get("step")
         if message.get("role") != "tool":
             return False
-        text = result_text(message.get("content"))
-        if not (text is not None and isinstance(lap, int) and not isinstance(lap, bool)
-                and message.get("pinned") is not True and stub_reference(text) is None):
-            return False
-        caller = self._caller(k)
-        mark = caller.get("pinned")
-        return mark is not True and not (mark is None and is_pin_call(caller, self.owner.pin_tool))
+        return ages(message, result_text(message.get("content")), marked_caller(self._caller(k), self.owner.pin_tool))
 
     def _tier(self, lap: int, step: int) -> tuple[str, int | None]:
-        """The tier of a result of lap ``lap`` at ``step``, and the step of its next change."""
-        age = step - lap
-        if age <= self.keep_full_for:
-            return "full", lap + self.keep_full_for + 1
-        if self.compress_after is not None and age > self.compress_after:
-            return "reference", None
-        return "compressed", (lap + self.compress_after + 1) if self.compress_after is not None else None
+        """The tier of a result of lap ``lap`` at ``step`` (:func:`ctxlab.compression.age_tier`),
+        and the step of its next change."""
+        tier = age_tier(step - lap, self.keep_full_for, self.compress_after)
+        if tier == "full":
+            return tier, lap + self.keep_full_for + 1
+        if tier == "compressed" and self.compress_after is not None:
+            return tier, lap + self.compress_after + 1
+        return tier, None
 
     def _retier(self, k: int) -> None:
         original = self.owner._elastic[self.positions[k]]
@@ -762,8 +757,7 @@ class _Window:
         else:
             text = result_text(original["content"])
             options = self.owner.compression
-            aged, kind, ref = _aged_view(original, text, self._call_of(k), self.step - original["step"],
-                                         compress_after=options["compress_after"], max_chars=options["max_chars"],
+            aged, kind, ref = _aged_view(original, text, self._call_of(k), tier, max_chars=options["max_chars"],
                                          store=options["store"], memo=self.owner._memo)
             view = original if aged is None else aged
         full_tokens = self.owner._counts[self.positions[k]]
@@ -825,10 +819,7 @@ class _Window:
 
     def head(self) -> tuple[list[int], int, int]:
         """The pinned head: its groups, their tokens, and the view index where it stops."""
-        newest = len(self.group_starts) - 1
-        leading = 0
-        while leading < newest and self.group_pinned[leading]:
-            leading += 1
+        leading = pinned_head(self.group_pinned)
         stop = self.group_starts[leading] if leading < len(self.group_starts) else len(self.views)
         return list(range(leading)), sum(self.group_tokens[:leading]), stop
 

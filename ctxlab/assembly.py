@@ -58,15 +58,15 @@ from .events import MemoryLog
 from .eviction import small_talk_groups
 from .memory_policy import MemoryPolicy, as_policy
 from .messages import strip_course_keys
-from .pins import PIN_TOOL, is_pin_call
+from .pins import marked_caller
 from .scratchpad import Scratchpad
 from .summarising import compact, summary_message
 from .summary_format import MIN_SUMMARY_TOKENS
 from .tokens import REPLY_PRIMING, TokenCounter, count_tools
-from .trimming import fit, pinned_indices, turn_group_spans
+from .trimming import fit, turn_group_spans
 
 __all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "trim_middle",
-           "summarise_cut", "trim_without_summary", "order_prompt", "Middle", "Cut"]
+           "summarise_cut", "trim_without_summary", "pinned_head", "in_prompt_order", "order_prompt", "Middle", "Cut"]
 
 Message = Mapping[str, Any]
 
@@ -191,16 +191,17 @@ class Middle:
 
     @classmethod
     def of(
-        cls, elastic: Sequence[Message], cut: int, pinned_before: Sequence[tuple[int, int]], compressor: Callable,
-        count: Callable[[Message], int], pin_user_messages: bool, pin_tool: str | None = PIN_TOOL,
+        cls, elastic: Sequence[Message], cut: int, pinned: Sequence[tuple[int, int]], compressor: Callable,
+        count: Callable[[Message], int],
     ) -> Middle:
-        positions = [i for a, b in pinned_before for i in range(a, b)] + list(range(cut, len(elastic)))
+        """The middle at ``cut``: ``pinned`` are the elastic ``(start, stop)`` of the record's
+        pinned turn groups, as the :class:`ctxlab.Assembler` found them when they arrived
+        (the one place the pin rule runs)."""
+        positions = [i for a, b in pinned if a < cut for i in range(a, b)] + list(range(cut, len(elastic)))
         view = compressor([elastic[i] for i in positions])
         spans = turn_group_spans(view)
-        pins = pinned_indices(view, pin_tool=pin_tool)
-        if pin_user_messages:
-            pins |= {i for i, m in enumerate(view) if m.get("role") == "user"}
-        pinned = {g for g, (a, b) in enumerate(spans) if any(i in pins for i in range(a, b))}
+        starts = {a for a, _b in pinned}
+        pinned = {g for g, (a, _b) in enumerate(spans) if positions[a] in starts}
         tokens = [sum(count(view[i]) for i in range(a, b)) for a, b in spans]
         return cls(view, positions, spans, pinned, tokens, len(elastic))
 
@@ -344,6 +345,32 @@ def trim_without_summary(
 # --- stage 4: the order ---------------------------------------------------------------------------
 
 
+def pinned_head(pinned: Sequence[bool]) -> int:
+    """How many of the kept turn groups (``pinned[k]``: whether the ``k``-th is pinned, the
+    newest last) go above the summary, the pinned head: the run of pinned groups they start
+    with, never the newest, which stays the last message before the scratchpad.
+
+    >>> pinned_head([True, True, False, True]), pinned_head([True, True])
+    (2, 1)
+    """
+    leading = 0
+    while leading < len(pinned) - 1 and pinned[leading]:
+        leading += 1
+    return leading
+
+
+def in_prompt_order(static: Sequence[Message], head: Sequence[Message], summary: Message | None,
+                    rest: Sequence[Message], pad: Message | None) -> list[Message]:
+    """The one order of a prompt: the static prefix, the pinned head, the summary (when there
+    is one), the rest of the kept history, and the scratchpad last (when there is one).
+
+    >>> [m["content"] for m in in_prompt_order([{"content": "system"}], [{"content": "task"}], None,
+    ...                                        [{"content": "lap 9"}], {"content": "scratchpad"})]
+    ['system', 'task', 'lap 9', 'scratchpad']
+    """
+    return [*static, *head, *([summary] if summary is not None else []), *rest, *([pad] if pad is not None else [])]
+
+
 def order_prompt(
     static: list[Message], middle: Middle, groups: list[int], summary: Message | None, pad: Message | None,
 ) -> tuple[list[Message], int]:
@@ -354,13 +381,9 @@ def order_prompt(
     the last one before the scratchpad. Every other kept group stays where it was, so a user
     message is followed by the replies it got.
     """
-    newest = len(middle.spans) - 1
-    leading = 0
-    while leading < len(groups) and groups[leading] in middle.pinned and groups[leading] != newest:
-        leading += 1
+    leading = pinned_head([g in middle.pinned for g in groups])
     head, rest = groups[:leading], groups[leading:]
-    ordered = [*static, *middle.messages(head), *([summary] if summary else []), *middle.messages(rest),
-               *([pad] if pad else [])]
+    ordered = in_prompt_order(static, middle.messages(head), summary, middle.messages(rest), pad)
     return ordered, middle.cost(head)
 
 
@@ -482,7 +505,7 @@ def assemble(
     policy: MemoryPolicy,
     state: AssemblyState,
     *,
-    pinned_before: Sequence[tuple[int, int]],
+    pinned: Sequence[tuple[int, int]],
     tools: Sequence[Mapping[str, Any]] | None,
     scratchpad: Scratchpad | None,
     step: int,
@@ -496,7 +519,7 @@ def assemble(
     record already checked and split into its leading system messages and the rest.
 
     It looks only at what can be in the prompt: the pinned groups older than ``state.cut``
-    (``pinned_before``, elastic index ranges) and the record from the cut on, so a lap costs
+    (of ``pinned``, the elastic index ranges of every pinned group) and the record from the cut on, so a lap costs
     what the window holds, not what the run has accumulated. :class:`Assembler` calls it with
     what it keeps across laps (``memo`` for compression, the record's tokens, the fixed part); a
     lap that fits is made from the window it keeps instead, with the same prompt and events.
@@ -513,11 +536,10 @@ def assemble(
     def compressor(messages: list[Message]) -> list[dict[str, Any]]:
         # a pin call's results are kept verbatim, as a marked message's are: compress_history
         # leaves alone the results of a caller marked "pinned", so the pin calls are marked
-        marked = [{**m, "pinned": True} if m.get("pinned") is None and is_pin_call(m, pin_tool) else m
-                  for m in messages]
+        marked = [marked_caller(m, pin_tool) for m in messages]
         return compress_history(marked, step, log=log, count=counter, memo=memo, **policy.compression)
 
-    middle = Middle.of(elastic, state.cut, pinned_before, compressor, counter, policy.pin_user_messages, pin_tool)
+    middle = Middle.of(elastic, state.cut, pinned, compressor, counter)
 
     # -- eviction, in its fixed order (EVICTION_ORDER), stopping as soon as the middle fits -------
     # stage 1, compress, has run above (by age, on every lap, so the prompt stays stable);

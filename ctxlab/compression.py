@@ -45,6 +45,8 @@ __all__ = [
     "compress_history",
     "reference_stub",
     "stub_reference",
+    "age_tier",
+    "ages",
     "restore",
 ]
 
@@ -323,6 +325,38 @@ def result_text(content: Any) -> str | None:
     return "\n".join(texts)
 
 
+def age_tier(age: int, keep_full_for: int, compress_after: int | None) -> str:
+    """The tier of a tool result ``age`` laps old, the one rule of compression by age:
+    ``"full"`` while ``age <= keep_full_for``, then ``"compressed"``, and once ``age`` passes
+    ``compress_after`` (when given) ``"reference"``. :func:`compress_history` and
+    :class:`ctxlab.Assembler` (which follows each result's tier from lap to lap) both ask it.
+
+    >>> [age_tier(age, 2, 5) for age in (0, 2, 3, 5, 6)]
+    ['full', 'full', 'compressed', 'compressed', 'reference']
+    """
+    if age <= keep_full_for:
+        return "full"
+    if compress_after is not None and age > compress_after:
+        return "reference"
+    return "compressed"
+
+
+def ages(message: Message, text: str | None, caller: Message) -> bool:
+    """True when the tool result ``message``, of text ``text`` (:func:`result_text`), shrinks
+    with age: it has a lap (``step``), neither it nor the assistant message that called it
+    (``caller``, ``{}`` when unknown) is marked ``"pinned": True``, and it is not a reference
+    stub already.
+
+    >>> result = {"role": "tool", "tool_call_id": "c1", "content": "42 rows", "step": 3}
+    >>> ages(result, "42 rows", {}), ages(result, "42 rows", {"pinned": True}), ages({**result, "step": None}, "42 rows", {})
+    (True, False, False)
+    """
+    lap = message.get("step")
+    return (text is not None and isinstance(lap, int) and not isinstance(lap, bool)
+            and message.get("pinned") is not True and caller.get("pinned") is not True
+            and stub_reference(text) is None)
+
+
 def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, Mapping[str, Any]]]:
     calls = {}
     for index, message in enumerate(messages):
@@ -333,14 +367,15 @@ def _calls_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, Mapping[st
 
 
 def _aged_view(
-    message: Message, text: str, call: Mapping[str, Any], age: int, *, compress_after: int | None,
-    max_chars: int, store: TrajectoryStore | None, memo: dict | None,
+    message: Message, text: str, call: Mapping[str, Any], tier: str, *, max_chars: int,
+    store: TrajectoryStore | None, memo: dict | None,
 ) -> tuple[dict[str, Any] | None, str, Any]:
     """The view :func:`compress_history` gives the tool result ``message`` (of text ``text``,
-    answering ``call``) at ``age`` laps, older than it keeps in full: ``(view, tier, ref)``,
-    with ``view`` ``None`` when the result stays as it is (it fits). :class:`ctxlab.Assembler`
-    calls it for one result at a time."""
-    stubbed = compress_after is not None and age > compress_after
+    answering ``call``) in ``tier`` (:func:`age_tier`, past ``"full"``): ``(view, tier, ref)``,
+    the tier it ends in (a stub longer than the compressed text is not used), with ``view``
+    ``None`` when the result stays as it is (it fits). :class:`ctxlab.Assembler` calls it for
+    one result at a time."""
+    stubbed = tier == "reference"
     key = (id(message), "reference" if stubbed else "compressed")
     known = memo.get(key) if memo is not None else None
     if known is not None and known[0] is message:
@@ -445,20 +480,12 @@ def compress_history(
         lap = message.get("step")
         caller = calls.get(message.get("tool_call_id"), (None, {}))
         caller_message = messages[caller[0]] if caller[0] is not None else {}
-        if (
-            content is None
-            or not isinstance(lap, int)
-            or isinstance(lap, bool)
-            or step - lap <= keep_full_for
-            or message.get("pinned") is True
-            or caller_message.get("pinned") is True
-            or stub_reference(content) is not None
-        ):
+        tier = age_tier(step - lap, keep_full_for, compress_after) if ages(message, content, caller_message) else "full"
+        if tier == "full":
             out.append(message)  # type: ignore[arg-type]
             continue
         age = step - lap
-        view, tier, ref = _aged_view(message, content, caller[1], age, compress_after=compress_after,
-                                     max_chars=max_chars, store=store, memo=memo)
+        view, tier, ref = _aged_view(message, content, caller[1], tier, max_chars=max_chars, store=store, memo=memo)
         if view is None:
             out.append(message)  # type: ignore[arg-type]
             continue

@@ -38,7 +38,7 @@ from typing import Any
 from .errors import MessageError
 from .summary_format import is_summary
 
-__all__ = ["PIN_TOOL", "PIN_KINDS", "Pin", "pin_tool_schema", "is_pin_call", "pinned_items"]
+__all__ = ["PIN_TOOL", "PIN_KINDS", "Pin", "pin_tool_schema", "is_pin_call", "marked_caller", "pinned_items"]
 
 Message = Mapping[str, Any]
 
@@ -133,6 +133,22 @@ def is_pin_call(message: Message, pin_tool: str | None = PIN_TOOL) -> bool:
         if isinstance(function, Mapping) and function.get("name") == pin_tool:
             return True
     return False
+
+
+def marked_caller(message: Message, pin_tool: str | None = PIN_TOOL) -> Message:
+    """``message`` as the assembly pipeline compresses it: a call of the pin tool that is not
+    marked either way is marked ``"pinned": True``, so its results are kept verbatim, as a
+    marked message's are (:func:`ctxlab.compression.ages`); anything else as it is.
+
+    >>> call = {"id": "p1", "type": "function", "function": {"name": "pin", "arguments": "{}"}}
+    >>> marked_caller({"role": "assistant", "content": None, "tool_calls": [call]})["pinned"]
+    True
+    >>> "pinned" in marked_caller({"role": "assistant", "content": "ok"})
+    False
+    """
+    if message.get("pinned") is None and is_pin_call(message, pin_tool):
+        return {**message, "pinned": True}
+    return message
 
 
 def _text(content: Any) -> str:
