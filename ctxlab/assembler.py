@@ -54,7 +54,6 @@ from .assembly import (
     AssemblyState,
     Context,
     _bounded_pad,
-    _tools_tokens,
     assemble,
     assemble_detail,
     in_prompt_order,
@@ -173,7 +172,7 @@ class Assembler:
         self._memo: dict = {}
         self._tokens = 0  # of the elastic part
         self._static_tokens = 0
-        self._tools_tokens = _tools_tokens(tools, self.counter.message)
+        self._tools_tokens = self.counter.tools(tools)
         self._starts: list[int] = []  # elastic index of each group's first message
         self._pinned: list[int] = []  # numbers of the pinned groups, ascending
         self._pinned_set: set[int] = set()
@@ -350,8 +349,8 @@ class Assembler:
         fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
         context = assemble(
             self._static, self._elastic, self.policy, self.state, pinned=self._pinned_spans(),
-            tools=self.tools, scratchpad=scratchpad, step=step, log=self.log, count=self.counter.message,
-            memo=self._memo, record_tokens=fixed + self._tokens, fixed=fixed,
+            scratchpad=scratchpad, step=step, log=self.log, count=self.counter.message,
+            fixed=fixed, record_tokens=fixed + self._tokens, memo=self._memo,
         )
         context.messages = [_copy(m) for m in context.messages]  # nothing the caller changes reaches the record
         self.state = context.state

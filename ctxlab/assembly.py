@@ -62,11 +62,10 @@ from .pins import marked_caller
 from .scratchpad import Scratchpad
 from .summarising import compact, summary_message
 from .summary_format import MIN_SUMMARY_TOKENS
-from .tokens import REPLY_PRIMING, TokenCounter, count_tools
 from .trimming import fit, turn_group_spans
 
 __all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "trim_middle",
-           "summarise_cut", "trim_without_summary", "pinned_head", "in_prompt_order", "order_prompt", "Middle", "Cut"]
+           "summarise_cut", "trim_without_summary", "drop_small_talk", "cut_older", "pinned_head", "in_prompt_order", "order_prompt", "Middle", "Cut"]
 
 Message = Mapping[str, Any]
 
@@ -117,12 +116,6 @@ class Context:
     def summary(self) -> str | None:
         """The rolled-up summary in this prompt (``None`` when there is none)."""
         return self.state.summary
-
-
-def _tools_tokens(tools: Sequence[Mapping[str, Any]] | None, count: Callable[[Message], int]) -> int:
-    """The tool schemas' tokens, with the encoding of ``count`` when it is a TokenCounter's."""
-    counter = getattr(count, "__self__", None)
-    return counter.tools(tools) if isinstance(counter, TokenCounter) else count_tools(tools)
 
 
 # --- the record's laps, for a history straight from the API ------------------------------------
@@ -506,91 +499,57 @@ def assemble(
     state: AssemblyState,
     *,
     pinned: Sequence[tuple[int, int]],
-    tools: Sequence[Mapping[str, Any]] | None,
     scratchpad: Scratchpad | None,
     step: int,
     log: MemoryLog,
     count: Callable[[Message], int],
+    fixed: int,
+    record_tokens: int,
     memo: dict | None = None,
-    record_tokens: int | None = None,
-    fixed: int | None = None,
 ) -> Context:
     """The lap that must cut, for :class:`ctxlab.Assembler` (and so :func:`build_context`), on a
     record already checked and split into its leading system messages and the rest.
 
     It looks only at what can be in the prompt: the pinned groups older than ``state.cut``
-    (of ``pinned``, the elastic index ranges of every pinned group) and the record from the cut on, so a lap costs
-    what the window holds, not what the run has accumulated. :class:`Assembler` calls it with
-    what it keeps across laps (``memo`` for compression, the record's tokens, the fixed part); a
-    lap that fits is made from the window it keeps instead, with the same prompt and events.
+    (of ``pinned``, the elastic index ranges of every pinned group) and the record from the
+    cut on, so a lap costs what the window holds, not what the run has accumulated. The
+    Assembler gives it what it keeps across laps: ``fixed`` (the static messages, the tool
+    schemas and the reply priming), ``record_tokens`` (the whole record's) and ``memo`` (for
+    compression). A lap that fits is made from the window the Assembler keeps instead, with the
+    same prompt and events.
     """
-    counter = count
-    budget, client, keep_recent, low_water = policy.budget, policy.client, policy.keep_recent, policy.low_water
-    pin_tool, small_talk_tokens = policy.pin_tool, policy.small_talk_tokens
-    # -- stage 1: the fixed part, the scratchpad, the allowance; compression -----------------------
-    if fixed is None:
-        fixed = sum(counter(m) for m in static) + _tools_tokens(tools, counter) + REPLY_PRIMING
-    pad_message, pad_tokens = _bounded_pad(scratchpad, budget, counter, log, step)
+    budget = policy.budget
+    pad_message, pad_tokens = _bounded_pad(scratchpad, budget, count, log, step)
     allowance = budget.history_allowance(fixed, pad_tokens)
+    middle = Middle.of(elastic, state.cut, pinned, _compressor(policy, step, log, count, memo), count)
 
-    def compressor(messages: list[Message]) -> list[dict[str, Any]]:
-        # a pin call's results are kept verbatim, as a marked message's are: compress_history
-        # leaves alone the results of a caller marked "pinned", so the pin calls are marked
-        marked = [marked_caller(m, pin_tool) for m in messages]
-        return compress_history(marked, step, log=log, count=counter, memo=memo, **policy.compression)
-
-    middle = Middle.of(elastic, state.cut, pinned, compressor, counter)
-
-    # -- eviction, in its fixed order (EVICTION_ORDER), stopping as soon as the middle fits -------
-    # stage 1, compress, has run above (by age, on every lap, so the prompt stays stable);
+    # eviction, in its fixed order (EVICTION_ORDER), stopping as soon as the middle fits; the
+    # first stage, compress, has run in Middle.of (by age, on every lap, so the prompt stays stable)
     stages = ["compress"]
-    summary_msg = summary_message(state.summary) if state.summary else None
-    before = middle.cost(middle.groups_from(state.cut)) + (counter(summary_msg) if summary_msg else 0)
-    decision = Cut(state.cut, state.summary, summary_in_prompt=bool(state.summary))
-    over = before > allowance
-    if over and small_talk_tokens:  # stage 2: old small talk
-        chatter = small_talk_groups(middle.view, middle.spans, middle.pinned, keep_recent=keep_recent,
-                                    count=counter, max_tokens=small_talk_tokens)
-        if chatter:
+    before = middle.cost(middle.groups_from(state.cut)) + (count(summary_message(state.summary)) if state.summary else 0)
+    if before > allowance and policy.small_talk_tokens:
+        middle, saved = drop_small_talk(middle, elastic, before, allowance, policy, step=step, log=log, count=count)
+        if saved:
             stages.append("small_talk")
-            saved = middle.cost(chatter)
-            taken = [elastic[p] for g in chatter for p in middle.positions[slice(*middle.spans[g])]]
-            middle = middle.without(chatter)
-            log.record(
-                "small_talk", lap=step, tokens_before=before, tokens_after=before - saved, messages=taken,
-                detail=f"history over its allowance ({before:,} > {allowance:,}): dropped {len(taken)} "
-                f"messages of old small talk (no tool calls, nothing pinned, {small_talk_tokens} tokens "
-                f"or fewer each), {saved:,} tokens"
-                + ("; that was enough" if before - saved <= allowance else "; still over: summarising or trimming next"),
-            )
             before -= saved
-            over = before > allowance
-    if over:  # stages 3 and 4: summarise old turns, else trim the oldest
-        options = dict(low_water=low_water, keep_recent=keep_recent, count=counter)
-        decision = summarise_cut(middle, elastic, state, allowance, budget.summary_cap, client=client,
-                                 model=policy.model, **options) or trim_without_summary(
-            middle, state, allowance, budget=budget, fixed=fixed, pad_tokens=pad_tokens,
-            why="no summary" if client is None and not state.summary else (
-                "the pins and the newest groups leave no room for a summary: trimmed without one"),
-            **options)
-        stages.append("summarise" if client is not None and not decision.note else "trim")
+    over = before > allowance
+    decision = Cut(state.cut, state.summary, summary_in_prompt=bool(state.summary))
+    if over:
+        decision = cut_older(middle, elastic, state, allowance, policy, fixed=fixed, pad_tokens=pad_tokens, count=count)
+        stages.append("summarise" if policy.client is not None and not decision.note else "trim")
     groups = middle.groups_from(decision.cut)
     summary_msg = summary_message(decision.summary) if decision.summary and decision.summary_in_prompt else None
-    summary_tokens = counter(summary_msg) if summary_msg else 0
+    summary_tokens = count(summary_msg) if summary_msg else 0
     middle_tokens = middle.cost(groups) + summary_tokens
     if over:
-        _log_cut(log, step, decision, elastic, before, middle_tokens, allowance, summary_tokens, low_water,
-                 client is not None, state.summary)
+        _log_cut(log, step, decision, elastic, before, middle_tokens, allowance, summary_tokens, policy.low_water,
+                 policy.client is not None, state.summary)
 
-    # -- stage 4: order: static, pinned head, summary, kept groups, scratchpad -------------------
     ordered, pinned_tokens = order_prompt(static, middle, groups, summary_msg, pad_message)
-    messages = strip_course_keys(ordered)
-    dropped = _dropped(elastic, middle, groups)
+    messages, dropped = strip_course_keys(ordered), _dropped(elastic, middle, groups)
     tokens = fixed + middle_tokens + pad_tokens
     if tokens > budget.input_limit:  # pragma: no cover - guarded by the allowance above
         raise BudgetError(f"assembled prompt of {tokens:,} tokens is over the input limit {budget.input_limit:,}")
-    if record_tokens is None:
-        record_tokens = fixed + sum(counter(m) for m in elastic)
     log.record(
         "assemble", lap=step, tokens_before=record_tokens, tokens_after=tokens,
         detail=assemble_detail(
@@ -601,15 +560,62 @@ def assemble(
         ),
         stages=tuple(stages),
     )
-    return Context(
-        messages=messages,
-        tokens=tokens,
-        allocation=budget.allocate(fixed, pad_tokens, middle_tokens, summary_tokens=summary_tokens,
-                                   pinned_tokens=pinned_tokens),
-        log=log,
-        state=AssemblyState(cut=decision.cut, summary=decision.summary),
-        dropped=dropped,
+    allocation = budget.allocate(fixed, pad_tokens, middle_tokens, summary_tokens=summary_tokens,
+                                 pinned_tokens=pinned_tokens)
+    return Context(messages=messages, tokens=tokens, allocation=allocation, log=log,
+                   state=AssemblyState(cut=decision.cut, summary=decision.summary), dropped=dropped)
+
+
+def _compressor(policy: MemoryPolicy, step: int, log: MemoryLog, count: Callable[[Message], int],
+                memo: dict | None) -> Callable[[list[Message]], list[dict[str, Any]]]:
+    """The first stage of eviction: tool results compressed by age (:func:`ctxlab.compress_history`)."""
+
+    def compressor(messages: list[Message]) -> list[dict[str, Any]]:
+        # a pin call's results are kept verbatim, as a marked message's are: compress_history
+        # leaves alone the results of a caller marked "pinned", so the pin calls are marked
+        marked = [marked_caller(m, policy.pin_tool) for m in messages]
+        return compress_history(marked, step, log=log, count=count, memo=memo, **policy.compression)
+
+    return compressor
+
+
+def drop_small_talk(
+    middle: Middle, elastic: Sequence[Message], before: int, allowance: int, policy: MemoryPolicy, *,
+    step: int, log: MemoryLog, count: Callable[[Message], int],
+) -> tuple[Middle, int]:
+    """The second stage: old small talk dropped (:func:`ctxlab.eviction.small_talk_groups`), and
+    logged. The middle without it, and the tokens saved (0 when there was none)."""
+    chatter = small_talk_groups(middle.view, middle.spans, middle.pinned, keep_recent=policy.keep_recent,
+                                count=count, max_tokens=policy.small_talk_tokens)
+    if not chatter:
+        return middle, 0
+    saved = middle.cost(chatter)
+    taken = [elastic[p] for g in chatter for p in middle.positions[slice(*middle.spans[g])]]
+    log.record(
+        "small_talk", lap=step, tokens_before=before, tokens_after=before - saved, messages=taken,
+        detail=f"history over its allowance ({before:,} > {allowance:,}): dropped {len(taken)} "
+        f"messages of old small talk (no tool calls, nothing pinned, {policy.small_talk_tokens} tokens "
+        f"or fewer each), {saved:,} tokens"
+        + ("; that was enough" if before - saved <= allowance else "; still over: summarising or trimming next"),
     )
+    return middle.without(chatter), saved
+
+
+def cut_older(
+    middle: Middle, elastic: Sequence[Message], state: AssemblyState, allowance: int, policy: MemoryPolicy, *,
+    fixed: int, pad_tokens: int, count: Callable[[Message], int],
+) -> Cut:
+    """The last stages: older turns summarised (:func:`summarise_cut`), or, with no client or no
+    room for a summary, the oldest trimmed (:func:`trim_without_summary`)."""
+    options = dict(low_water=policy.low_water, keep_recent=policy.keep_recent, count=count)
+    summarised = summarise_cut(middle, elastic, state, allowance, policy.budget.summary_cap, client=policy.client,
+                               model=policy.model, **options)
+    if summarised is not None:
+        return summarised
+    why = ("no summary" if policy.client is None and not state.summary
+           else "the pins and the newest groups leave no room for a summary: trimmed without one")
+    return trim_without_summary(middle, state, allowance, budget=policy.budget, fixed=fixed, pad_tokens=pad_tokens,
+                                why=why, **options)
 
 
 def _dropped(elastic: Sequence[Message], middle: Middle, groups: Sequence[int]) -> list[Message]:

@@ -322,25 +322,9 @@ def trim_and_summarise(
     >>> sum(ctxlab.count_message(m) for m in out) <= 500
     True
     """
-    if isinstance(allowance, bool) or not isinstance(allowance, int):
-        raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
-    if on_failure not in ("raise", "trim"):
-        raise ValueError(f"on_failure must be 'raise' or 'trim', got {on_failure!r}")
-    if on_failure == "trim" and log is None:
-        raise ValueError("on_failure='trim' needs a log (a ctxlab.MemoryLog): the dropped steps are kept there")
-    if summary_max is not None and (
-        isinstance(summary_max, bool) or not isinstance(summary_max, int) or summary_max < MIN_SUMMARY_TOKENS
-    ):
-        raise ValueError(f"summary_max must be a whole number of tokens >= {MIN_SUMMARY_TOKENS}, got {summary_max!r}")
+    _check_options(allowance, on_failure, log, summary_max)
     counter = count or TokenCounter().message
-    known: dict[int, int] = {}
-
-    def cost(message: Message) -> int:
-        key = id(message)
-        if key not in known:
-            known[key] = counter(message)
-        return known[key]
-
+    cost = _counted_once(counter)
     old = [m for m in messages if is_summary(m)]
     rest = [m for m in messages if not is_summary(m)]
     if prior_summary is None and old:
@@ -348,87 +332,25 @@ def trim_and_summarise(
     before = sum(cost(m) for m in messages)
     if before <= allowance and len(old) <= 1:
         return list(messages)
-    if lap is None:
-        lap = _last_step(messages)
-
-    reserve = allowance // 5 if summary_reserve is None else summary_reserve
-    if summary_max is not None:
-        reserve = min(reserve, summary_max) if isinstance(reserve, int) and not isinstance(reserve, bool) else reserve
-    cap = summary_max if summary_max is None else max(MIN_SUMMARY_TOKENS, min(summary_max, reserve))
-    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < allowance:
-        raise BudgetError(
-            f"summary_reserve must be a whole number of tokens from 0 to below the allowance "
-            f"({allowance}), got {reserve!r}",
-            needed=reserve if isinstance(reserve, int) else None,
-            available=allowance,
-        )
-
-    def fitted(candidates: Sequence[Message], room: int) -> tuple[list[Message], list[Message]]:
-        if room <= 0:
-            raise BudgetError(
-                f"the summary needs {allowance - room} tokens, which leaves nothing of the "
-                f"allowance of {allowance} for the history; raise the allowance, lower "
-                "summary_reserve, or ask the summariser for a shorter summary",
-                needed=allowance - room,
-                available=allowance,
-            )
-        try:
-            return fit(candidates, room, keep_recent=keep_recent, count=cost)
-        except BudgetError as err:
-            raise BudgetError(
-                f"{err} (The room was the allowance of {allowance} tokens minus "
-                f"{allowance - room} for the summary.)",
-                needed=err.needed,
-                available=err.available,
-            ) from None
-
+    lap = _last_step(messages) if lap is None else lap
+    reserve, cap = _summary_room(allowance, summary_reserve, summary_max)
+    fitted = _Fitter(allowance, keep_recent, cost)
     kept, dropped = fitted(rest, allowance - reserve)
-    summarised = list(dropped)
-    text = prior_summary or ""
-    message: dict[str, Any] | None = None
+    summarised = list(dropped)  # _roll_up adds what it drops besides
     try:
-        for _ in range(3):
-            text = compact(client, dropped, text or None, model=model, retries=retries, backoff=backoff,
-                           max_tokens=cap, count=counter)
-            candidate = summary_message(text, step=_last_step([*old, *summarised]))
-            candidate_tokens = counter(candidate)  # not cost(): a new dict may reuse a dead one's id
-            if candidate_tokens <= allowance - sum(cost(m) for m in kept):
-                message = candidate
-                break
-            kept, dropped = fitted(kept, allowance - candidate_tokens)
-            summarised += dropped
-        if message is None:
-            raise BudgetError(
-                f"the summary keeps outgrowing the room left for it ({candidate_tokens} tokens "
-                f"after three tries, in an allowance of {allowance}); raise summary_reserve or "
-                "the allowance, or ask the summariser for a shorter summary",
-                needed=candidate_tokens,
-                available=allowance,
-            )
+        kept, message, text = _roll_up(client, kept, summarised, prior_summary, old, fitted, counter, model=model,
+                                       cap=cap, retries=retries, backoff=backoff)
     except SummaryError as err:
         if on_failure == "raise":
             if log is not None:
                 log.record(
-                    "summary_failed", lap=lap, tokens_before=before, tokens_after=before,
-                    messages=summarised,
+                    "summary_failed", lap=lap, tokens_before=before, tokens_after=before, messages=summarised,
                     detail=f"summariser failed ({err.reason}); history left unchanged, "
                     f"the {len(summarised)} messages it was to summarise are kept here",
                     error=str(err),
                 )
             raise
-        keep_old = old[-1:] if len(old) == 1 else []
-        room = allowance - sum(cost(m) for m in keep_old)
-        kept, dropped = fitted(rest, room)
-        out = _with_summary(kept, keep_old[0] if keep_old else None, rest)
-        log.record(  # type: ignore[union-attr]
-            "summary_failed", lap=lap, tokens_before=before, tokens_after=sum(cost(m) for m in out),
-            messages=dropped,
-            detail=f"summariser failed ({err.reason}); trimmed without a new summary, the "
-            f"{len(dropped)} dropped messages are kept here",
-            error=str(err),
-        )
-        return out
-
+        return _trimmed_after_failure(err, old, rest, fitted, cost, log, lap=lap, before=before)
     out = _with_summary(kept, message, rest)
     if log is not None:
         steps = sorted({m["step"] for m in summarised if isinstance(m.get("step"), int)})
@@ -440,6 +362,123 @@ def trim_and_summarise(
             + ("; previous summary folded in" if prior_summary else ""),
             summary=text, prior_summary=prior_summary,
         )
+    return out
+
+
+def _check_options(allowance: Any, on_failure: Any, log: MemoryLog | None, summary_max: Any) -> None:
+    if isinstance(allowance, bool) or not isinstance(allowance, int):
+        raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
+    if on_failure not in ("raise", "trim"):
+        raise ValueError(f"on_failure must be 'raise' or 'trim', got {on_failure!r}")
+    if on_failure == "trim" and log is None:
+        raise ValueError("on_failure='trim' needs a log (a ctxlab.MemoryLog): the dropped steps are kept there")
+    if summary_max is not None and (
+        isinstance(summary_max, bool) or not isinstance(summary_max, int) or summary_max < MIN_SUMMARY_TOKENS
+    ):
+        raise ValueError(f"summary_max must be a whole number of tokens >= {MIN_SUMMARY_TOKENS}, got {summary_max!r}")
+
+
+def _counted_once(counter: Callable[[Message], int]) -> Callable[[Message], int]:
+    """``counter``, remembering each message's tokens (by identity) for one call."""
+    known: dict[int, int] = {}
+
+    def cost(message: Message) -> int:
+        key = id(message)
+        if key not in known:
+            known[key] = counter(message)
+        return known[key]
+
+    return cost
+
+
+def _summary_room(allowance: int, summary_reserve: Any, summary_max: int | None) -> tuple[int, int | None]:
+    """The tokens kept for the summary (a fifth of the allowance unless given, at most
+    ``summary_max``), and the cap the summariser is asked to keep to."""
+    reserve = allowance // 5 if summary_reserve is None else summary_reserve
+    if summary_max is not None:
+        reserve = min(reserve, summary_max) if isinstance(reserve, int) and not isinstance(reserve, bool) else reserve
+    cap = summary_max if summary_max is None else max(MIN_SUMMARY_TOKENS, min(summary_max, reserve))
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or not 0 <= reserve < allowance:
+        raise BudgetError(
+            f"summary_reserve must be a whole number of tokens from 0 to below the allowance "
+            f"({allowance}), got {reserve!r}",
+            needed=reserve if isinstance(reserve, int) else None,
+            available=allowance,
+        )
+    return reserve, cap
+
+
+class _Fitter:
+    """:func:`ctxlab.fit` into the room the summary leaves, saying so when it cannot."""
+
+    def __init__(self, allowance: int, keep_recent: int, cost: Callable[[Message], int]) -> None:
+        self.allowance, self.keep_recent, self.cost = allowance, keep_recent, cost
+
+    def __call__(self, candidates: Sequence[Message], room: int) -> tuple[list[Message], list[Message]]:
+        allowance = self.allowance
+        if room <= 0:
+            raise BudgetError(
+                f"the summary needs {allowance - room} tokens, which leaves nothing of the "
+                f"allowance of {allowance} for the history; raise the allowance, lower "
+                "summary_reserve, or ask the summariser for a shorter summary",
+                needed=allowance - room,
+                available=allowance,
+            )
+        try:
+            return fit(candidates, room, keep_recent=self.keep_recent, count=self.cost)
+        except BudgetError as err:
+            raise BudgetError(
+                f"{err} (The room was the allowance of {allowance} tokens minus "
+                f"{allowance - room} for the summary.)",
+                needed=err.needed,
+                available=err.available,
+            ) from None
+
+
+def _roll_up(
+    client: Any, kept: list[Message], summarised: list[Message], prior: str | None, old: list[Message],
+    fitted: _Fitter, counter: Callable[[Message], int], *, model: str | None, cap: int | None, retries: int,
+    backoff: float,
+) -> tuple[list[Message], dict[str, Any], str]:
+    """Fold ``summarised`` (what was dropped) and the prior summary into one summary message the
+    allowance can hold: when it is longer than the room ``kept`` leaves, more groups are dropped
+    and folded in too (at most three times), and added to ``summarised``. The messages kept, the
+    summary message and its text."""
+    dropped, text, allowance = list(summarised), prior or "", fitted.allowance
+    for _ in range(3):
+        text = compact(client, dropped, text or None, model=model, retries=retries, backoff=backoff,
+                       max_tokens=cap, count=counter)
+        candidate = summary_message(text, step=_last_step([*old, *summarised]))
+        candidate_tokens = counter(candidate)  # not cost(): a new dict may reuse a dead one's id
+        if candidate_tokens <= allowance - sum(fitted.cost(m) for m in kept):
+            return kept, candidate, text
+        kept, dropped = fitted(kept, allowance - candidate_tokens)
+        summarised += dropped
+    raise BudgetError(
+        f"the summary keeps outgrowing the room left for it ({candidate_tokens} tokens "
+        f"after three tries, in an allowance of {allowance}); raise summary_reserve or "
+        "the allowance, or ask the summariser for a shorter summary",
+        needed=candidate_tokens,
+        available=allowance,
+    )
+
+
+def _trimmed_after_failure(
+    err: SummaryError, old: list[Message], rest: list[Message], fitted: _Fitter, cost: Callable[[Message], int],
+    log: MemoryLog, *, lap: int | None, before: int,
+) -> list[Message]:
+    """``on_failure="trim"``: the history trimmed without a new summary (the old one kept when
+    there was one), what was dropped kept in the log."""
+    keep_old = old[-1:] if len(old) == 1 else []
+    kept, dropped = fitted(rest, fitted.allowance - sum(cost(m) for m in keep_old))
+    out = _with_summary(kept, keep_old[0] if keep_old else None, rest)
+    log.record(
+        "summary_failed", lap=lap, tokens_before=before, tokens_after=sum(cost(m) for m in out),
+        messages=dropped,
+        detail=f"summariser failed ({err.reason}); trimmed without a new summary, the "
+        f"{len(dropped)} dropped messages are kept here",
+        error=str(err),
+    )
     return out
 
 
