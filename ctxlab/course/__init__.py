@@ -18,14 +18,14 @@ imports it.
 'system'
 """
 
+from ..llm import ScriptedClient
+from ..messages import strip_course_keys
+from ..tokens import COURSE_KEYS
 from .checking import check, check_all, yours_or_reference
 from .environment import check_environment
 from .layout import TranscriptLayout, WindowLayout, layout_window
 from .layout_html import render_layout_html
 from .runs import replay
-from ..llm import ScriptedClient
-from ..messages import strip_course_keys
-from ..tokens import COURSE_KEYS
 from .transcripts import load_tools, load_transcript, transcript_info, transcript_names
 
 __all__ = [

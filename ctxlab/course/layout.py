@@ -6,7 +6,9 @@ free space, reserved output), and one block per message saying what became of it
 dropped, pinned, summarised, compressed). :class:`TranscriptLayout` does the same lap after lap
 for a whole transcript and counts every message once, so stepping through a long run stays fast.
 Nothing here imports a display library: ``ctxlab.course.layout_html`` draws a layout as HTML and
-``ctxlab.course.widgets`` adds the controls.
+``ctxlab.course.widgets`` adds the controls. The model itself (:class:`WindowLayout`, its
+segments and blocks) is ``ctxlab.course.window``, and running a policy of any kind on a prompt
+is ``ctxlab.course.layout_policies``; their names read from here too.
 
 A **policy** is any callable ``policy(history, allowance, **options)``:
 
@@ -47,19 +49,32 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
 from .._retired import retired
-from ..budget import ContextBudget, model_calls
-from ..calls import call_parts
-from ..errors import CtxlabError
+from ..budget import ContextBudget, model_calls  # noqa: F401 - ContextBudget: the doctests use it
 from ..messages import validate_messages
 from ..tokens import COURSE_KEYS, REPLY_PRIMING, TokenCounter, count_tools
 from ..trimming import PINNED_ROLES, pairs_ok, pinned_indices, turn_group_spans
+
+# the names of the model and of running a policy are read from here too (ctxlab.course.widgets,
+# the lessons, and ctxlab.keep_everything's retirement)
+from .layout_policies import (  # noqa: F401
+    POLICY_OPTIONS,
+    _accepted,
+    _allowance,
+    _keep_everything,
+    _log_line,
+    _Outcome,
+    _read_result,
+    _run_policy,
+    assembler,
+    policy_label,
+)
+from .window import PREVIEW_CHARS, SEGMENT_NAMES, Block, Segment, WindowLayout, preview  # noqa: F401
 
 __all__ = [
     "SEGMENT_NAMES",
@@ -75,228 +90,6 @@ __all__ = [
 ]
 
 Message = Mapping[str, Any]
-
-SEGMENT_NAMES = (
-    "system",
-    "tool schemas",
-    "scratchpad",
-    "summary",
-    "history",
-    "free",
-    "reserved output",
-)
-"""The parts of the window, in the order a prompt lays them out (static first, state last)."""
-
-POLICY_OPTIONS = ("keep_recent", "count", "budget", "tools", "step", "prompt", "system", "scratchpad")
-"""Keyword options a policy receives when its signature names them."""
-
-PREVIEW_CHARS = 280
-"""How much of a message a block's preview shows before it is cut."""
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One part of the window and the tokens it takes.
-
-    >>> Segment("history", 9_120)
-    Segment(name='history', tokens=9120)
-    """
-
-    name: str
-    tokens: int
-
-
-@dataclass(frozen=True)
-class Block:
-    """One message of a prompt and what the policy did with it.
-
-    ``index`` is its position in the prompt (``None`` for a message the policy added: a
-    summary, a scratchpad, anything else it inserted). ``tokens`` is what it costs in the
-    window now (its compressed size when compressed; what it would cost when dropped) and
-    ``original_tokens`` what it cost as recorded. ``group`` numbers its turn group.
-
-    >>> block = Block(index=3, role="tool", kind="message", tokens=900, original_tokens=900,
-    ...               group=2, step=1, dropped=True)
-    >>> block.state, block.marks
-    ('dropped', ('dropped',))
-    """
-
-    index: int | None
-    role: str
-    kind: str  # "system", "message", "summary", "scratchpad" or "inserted"
-    tokens: int
-    original_tokens: int
-    group: int | None
-    step: int | None
-    pinned: bool = False
-    dropped: bool = False
-    summarised: bool = False
-    compressed: bool = False
-    preview: str = ""
-
-    @property
-    def state(self) -> str:
-        """One word for what happened: kept, dropped, summarised, compressed or the kind."""
-        if self.summarised:
-            return "summarised"
-        if self.dropped:
-            return "dropped"
-        if self.compressed:
-            return "compressed"
-        if self.kind in ("summary", "scratchpad", "inserted"):
-            return self.kind
-        return "kept"
-
-    @property
-    def marks(self) -> tuple[str, ...]:
-        """The marks the widget draws on this block."""
-        names = ("pinned", "dropped", "summarised", "compressed")
-        return tuple(name for name in names if getattr(self, name))
-
-
-@dataclass(frozen=True)
-class WindowLayout:
-    """How one prompt fills the window, segment by segment and message by message.
-
-    ``free`` is negative when the prompt and the reserved reply do not fit. ``problems`` lists
-    what is wrong (over budget, a pin dropped, a tool pair split, a policy that raised);
-    ``notes`` lists what is merely worth knowing. ``policy_status`` is ``"ok"``,
-    ``"not implemented"``, ``"error"`` or ``"skipped"`` (the budget left nothing to run it on).
-
-    >>> view = layout_window([{"role": "system", "content": "Be brief."},
-    ...                       {"role": "user", "content": "Hello!"}],
-    ...                      ContextBudget(window=100, reserve_output=20, scratchpad_max=0))
-    >>> [(s.name, s.tokens) for s in view.segments if s.tokens], view.free
-    ([('system', 10), ('history', 6), ('free', 64), ('reserved output', 20)], 64)
-    """
-
-    window: int
-    reserved_output: int
-    segments: tuple[Segment, ...]
-    blocks: tuple[Block, ...]
-    allowance: int | None
-    policy: str
-    policy_status: str = "ok"
-    problems: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    log: tuple[str, ...] = ()
-    lap: int | None = None
-    laps: int | None = None
-    title: str | None = None
-    scratchpad_max: int | None = None
-    keep_recent: int | None = None
-
-    def tokens(self, name: str) -> int:
-        """Tokens of the segment called ``name`` (one of :data:`SEGMENT_NAMES`)."""
-        for segment in self.segments:
-            if segment.name == name:
-                return segment.tokens
-        raise KeyError(f"no segment named {name!r}; segments are: {', '.join(SEGMENT_NAMES)}")
-
-    @property
-    def used(self) -> int:
-        """Tokens the prompt takes plus the reserved reply."""
-        return sum(s.tokens for s in self.segments if s.name != "free")
-
-    @property
-    def free(self) -> int:
-        """Tokens left over; negative when over budget."""
-        return self.window - self.used
-
-    @property
-    def over_budget(self) -> bool:
-        """True when the prompt and the reserved reply do not fit in the window."""
-        return self.free < 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Tokens of the prompt as it would be sent (everything but free space and the reply)."""
-        return self.used - self.reserved_output
-
-    @property
-    def kept_messages(self) -> int:
-        """How many of the prompt's own messages are still in the window."""
-        return sum(1 for b in self.blocks if b.index is not None and not b.dropped)
-
-    @property
-    def dropped_messages(self) -> int:
-        """How many of the prompt's own messages were dropped."""
-        return sum(1 for b in self.blocks if b.dropped)
-
-    @property
-    def dropped_tokens(self) -> int:
-        """Tokens of the dropped messages."""
-        return sum(b.original_tokens for b in self.blocks if b.dropped)
-
-    def describe(self) -> str:
-        """A few lines of plain text saying what the picture shows.
-
-        >>> print(layout_window([{"role": "user", "content": "Hello!"}],
-        ...                     ContextBudget(window=50, reserve_output=10)).describe())
-        Context window: 50 tokens; policy keep everything
-          system 3 | history 6 | free 31 | reserved output 10
-          prompt: 1 of 1 message kept, 0 dropped
-        """
-        head = f"Context window: {self.window:,} tokens"
-        if self.title:
-            head += f"; {self.title}"
-        if self.lap is not None:
-            head += f"; lap {self.lap} of {self.laps}"
-        head += f"; policy {self.policy}"
-        parts = " | ".join(
-            f"{s.name} {max(s.tokens, 0):,}" for s in self.segments if s.tokens or s.name == "free"
-        )
-        own = self.kept_messages + self.dropped_messages
-        lines = [
-            head,
-            f"  {parts}",
-            f"  prompt: {self.kept_messages} of {own} message{'s' if own != 1 else ''} kept, "
-            f"{self.dropped_messages} dropped"
-            + (f" ({self.dropped_tokens:,} tokens)" if self.dropped_messages else ""),
-        ]
-        if self.over_budget:
-            lines.append(f"  OVER BUDGET by {-self.free:,} tokens")
-        lines += [f"  problem: {p}" for p in self.problems if not p.startswith("over budget")]
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-
-def _keep_everything(history: Sequence[Message], allowance: int) -> tuple[list[Message], list[Message]]:
-    """No policy: keep every message, whatever the allowance (``ctxlab.KeepEverything()``)."""
-    return list(history), []
-
-
-def _is_policy_object(policy: Any) -> bool:
-    """True for a policy of :mod:`ctxlab.policies` (called as :func:`ctxlab.replay` calls it)."""
-    from ..policies import Policy
-
-    return isinstance(policy, Policy)
-
-
-def policy_label(policy: Callable[..., Any] | None) -> str:
-    """A short name for a policy: ``ctxlab.fit`` for ctxlab's own, the function name otherwise.
-
-    >>> import ctxlab
-    >>> policy_label(ctxlab.fit), policy_label(ctxlab.KeepEverything()), policy_label(lambda h, a: (h, []))
-    ('ctxlab.fit', 'keep everything', 'lambda')
-    """
-    if policy is None or policy is _keep_everything:
-        return "keep everything"
-    if _is_policy_object(policy):
-        return str(policy.name)
-    if isinstance(getattr(policy, "ctxlab_label", None), str):
-        return policy.ctxlab_label
-    import ctxlab
-
-    if isinstance(policy, functools.partial):
-        return policy_label(policy.func)
-    name = getattr(policy, "__name__", None) or type(policy).__name__
-    if name == "<lambda>":
-        return "lambda"
-    if getattr(ctxlab, name, None) is policy:
-        return f"ctxlab.{name}"
-    return name
-
 
 # --- recognising what an assembler added --------------------------------------------------------
 
@@ -336,218 +129,6 @@ def _quick_key(message: Message) -> tuple:
     calls = message.get("tool_calls")
     first = calls[0].get("id") if isinstance(calls, list) and calls and isinstance(calls[0], Mapping) else None
     return (message.get("role"), message.get("tool_call_id"), first, len(text), text[:48])
-
-
-def _text_of(message: Message) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return ""
-
-
-def preview(message: Message, limit: int = PREVIEW_CHARS) -> str:
-    """The start of a message as a learner would want to see it: text, or the calls it makes."""
-    parts = []
-    text = _text_of(message)
-    if text:
-        parts.append(text)
-    for call in message.get("tool_calls") or ():
-        name, arguments = call_parts(call) or ("?", "")
-        parts.append(f"calls {name}({arguments})")
-    whole = "\n".join(parts)
-    if len(whole) <= limit:
-        return whole
-    return whole[:limit].rstrip() + f"… (+{len(whole) - limit:,} more characters)"
-
-
-# --- running a policy ---------------------------------------------------------------------------
-
-
-def _accepted(function: Callable[..., Any], names: Sequence[str]) -> frozenset[str]:
-    """Which of ``names`` ``function`` takes as keyword arguments."""
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return frozenset()
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(n for n, p in parameters.items() if n in names and p.kind in kinds)
-
-
-def _is_message(item: Any) -> bool:
-    return isinstance(item, Mapping) and "role" in item
-
-
-@dataclass
-class _Outcome:
-    """What a policy returned: the context it built, and what it says it dropped (if it says)."""
-
-    context: list[Message]
-    dropped: list[Message] | None = None
-    log: list[Any] = field(default_factory=list)
-
-
-def _read_result(result: Any, label: str) -> _Outcome:
-    if isinstance(result, Mapping) and "messages" in result:
-        dropped = result.get("dropped")
-        return _Outcome(list(result["messages"]), None if dropped is None else list(dropped), list(result.get("log") or ()))
-    if not isinstance(result, (list, tuple)) and hasattr(result, "messages"):
-        dropped = getattr(result, "dropped", None)
-        log = getattr(result, "log", None) or ()
-        return _Outcome(list(result.messages), None if dropped is None else list(dropped), list(log))
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
-        first, second = result
-        if isinstance(second, (list, tuple)) and all(_is_message(m) for m in second):
-            return _Outcome(list(first), list(second))  # (kept, dropped)
-        if isinstance(second, Sequence) or hasattr(second, "__iter__"):
-            return _Outcome(list(first), None, list(second))  # (messages, log)
-    if isinstance(result, list) and all(_is_message(m) for m in result):
-        return _Outcome(list(result))
-    raise TypeError(
-        f"{label} returned {type(result).__name__}; a policy returns (kept, dropped), a list "
-        "of messages, or (messages, log)"
-    )
-
-
-def _log_line(entry: Any) -> str:
-    """One line for a decision-log entry: a string, a mapping or a ctxlab.events.MemoryEvent."""
-    if isinstance(entry, str):
-        return entry
-    if isinstance(entry, Mapping):
-        return ", ".join(f"{k}={v}" for k, v in entry.items() if k != "messages")
-    kind = getattr(entry, "kind", None)
-    if kind is not None:
-        lap = getattr(entry, "lap", None)
-        before, after = getattr(entry, "tokens_before", 0), getattr(entry, "tokens_after", 0)
-        line = f"lap {lap}: {kind}" if lap is not None else str(kind)
-        detail = getattr(entry, "detail", "")
-        if detail:
-            line += f": {detail}"
-        if before or after:
-            line += f" ({before:,} -> {after:,} tokens)"
-        return line
-    return str(entry)
-
-
-def _replay_style(policy: Any, offered: Mapping[str, Any]) -> Callable[..., Any]:
-    """A policy of :mod:`ctxlab.policies` as a layout policy: reset, then given the lap's whole
-    prompt as :func:`ctxlab.replay` gives it (the policy works out its own allowance)."""
-
-    def run(history: list[Message], allowance: int) -> Any:
-        policy.reset()
-        step = offered["step"]
-        return policy(offered["prompt"], lap=step if step is not None else 0, budget=offered["budget"],
-                      tools=offered["tools"] or None)
-
-    return run
-
-
-def _run_policy(
-    policy: Callable[..., Any] | None,
-    label: str,
-    history: list[Message],
-    allowance: int,
-    offered: Mapping[str, Any],
-    problems: list[str],
-    notes: list[str],
-) -> tuple[_Outcome, str]:
-    """Call the policy with the options it takes; a policy that raises keeps everything."""
-    if _is_policy_object(policy):
-        run, accepted = _replay_style(policy, offered), frozenset()
-    else:
-        run = policy or _keep_everything
-        accepted = _accepted(run, POLICY_OPTIONS)
-    if policy is not None and "keep_recent" not in accepted and offered["keep_recent"] != 1:
-        notes.append(f"{label} takes no keep_recent option, so that control has no effect")
-    try:
-        result = run(list(history), allowance, **{k: v for k, v in offered.items() if k in accepted})
-        return _read_result(result, label), "ok"
-    except NotImplementedError:
-        problems.append(
-            f"{label} is not written yet (it raises NotImplementedError): finish its exercise to "
-            "see what it keeps; nothing is trimmed meanwhile"
-        )
-        return _Outcome(list(history), []), "not implemented"
-    except Exception as err:  # show a learner's error in the picture rather than crash
-        problems.append(f"{label} raised {type(err).__name__}: {err}; nothing is trimmed meanwhile")
-        return _Outcome(list(history), []), "error"
-
-
-def _allowance(budget: Any, fixed: int, pad_tokens: int, problems: list[str], notes: list[str]) -> int | None:
-    """``budget.history_allowance(...)``; ``None``, with the reason, when it refuses."""
-    try:
-        return budget.history_allowance(fixed, pad_tokens)
-    except NotImplementedError:
-        notes.append(
-            f"{type(budget).__name__}.history_allowance is not written yet (NotImplementedError); "
-            "the allowance shown is ctxlab.ContextBudget's"
-        )
-        try:
-            reference = ContextBudget(
-                window=budget.window, reserve_output=budget.reserve_output,
-                scratchpad_max=getattr(budget, "scratchpad_max", 0) or 0,
-            )
-            return reference.history_allowance(fixed, pad_tokens)
-        except CtxlabError as err:
-            problems.append(str(err))
-    except CtxlabError as err:
-        problems.append(str(err))
-    except Exception as err:  # a learner's budget: show what went wrong instead of failing
-        problems.append(f"{type(budget).__name__}.history_allowance raised {type(err).__name__}: {err}")
-    return None
-
-
-def assembler(build: Callable[..., Any] | None = None, **options: Any) -> Callable[..., Any]:
-    """Make a policy of a ``build_context``-style assembler (default ``ctxlab.build_context``).
-
-    The policy calls ``build(prompt, **named)``: the lap's whole prompt first, then, by name,
-    whichever of ``budget``, ``scratchpad`` (or ``pad``), ``tools``, ``step``,
-    ``keep_recent``, ``count`` and ``client`` ``build`` takes, then ``options``. Unless
-    ``options`` names a ``client``, ctxlab's offline summariser writes the summaries, so moving
-    a slider never calls a model. ``build`` may return the messages, ``(messages, log)``, or an
-    object with ``messages`` (and ``log``, ``dropped``). Each lap is assembled afresh (no state
-    is carried over from the lap before).
-
-    >>> import ctxlab
-    >>> layouts = TranscriptLayout(ctxlab.course.transcripts.load_transcript("research"), tools=ctxlab.course.transcripts.load_tools("research"))
-    >>> budget = ctxlab.ContextBudget(window=14_000, reserve_output=2_000, scratchpad_max=600)
-    >>> pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps")
-    >>> view = layouts.layout(40, budget, policy=assembler(), scratchpad=pad)
-    >>> view.policy, view.tokens("summary") > 0, view.tokens("scratchpad") > 0, view.over_budget
-    ('ctxlab.build_context', True, True, False)
-    """
-    if build is None:
-        from ..assembly import build_context as build
-    wanted = _accepted(build, ("budget", "scratchpad", "pad", "tools", "step", "keep_recent", "count", "client",
-                               "policy"))
-    if "policy" in wanted:  # ctxlab's own: the budget, keep_recent and the client go in its MemoryPolicy
-        wanted |= {"budget", "keep_recent", "client"}
-
-    def policy(history, allowance, *, prompt, budget, tools, step, keep_recent, count, scratchpad):
-        offered = {
-            "budget": budget, "scratchpad": scratchpad, "pad": scratchpad, "tools": tools, "step": step,
-            "keep_recent": keep_recent, "count": count,
-        }
-        named = {k: v for k, v in offered.items() if k in wanted and k not in options}
-        extra = dict(options)
-        if "client" in wanted and "client" not in options:
-            from ..llm import OfflineSummariser
-
-            named["client"] = OfflineSummariser()
-        if "policy" in wanted:
-            from ..memory_policy import OPTIONS, MemoryPolicy
-
-            chosen = {k: named.pop(k) for k in list(named) if k in OPTIONS}
-            chosen.update({k: extra.pop(k) for k in list(extra) if k in OPTIONS})
-            named["policy"] = MemoryPolicy(**chosen)
-        return build(prompt, **named, **extra)
-
-    policy.__name__ = getattr(build, "__name__", "assembler")
-    policy.ctxlab_label = policy_label(build)  # type: ignore[attr-defined]
-    # the options this policy is handed but ``build`` never sees (a widget greys their controls)
-    policy.ctxlab_ignores = frozenset({"keep_recent", "count"} - wanted)  # type: ignore[attr-defined]
-    return policy
 
 
 # --- the layout itself --------------------------------------------------------------------------

@@ -42,6 +42,8 @@ except ImportError as err:  # pragma: no cover - ipywidgets ships with the cours
 
 from ..budget import ContextBudget
 from ..errors import BudgetError
+from ..tokens import TokenCounter
+from ..trimming import fit
 from .layout import (
     POLICY_OPTIONS,
     TranscriptLayout,
@@ -51,9 +53,7 @@ from .layout import (
     preview,
 )
 from .layout_html import render_layout_html
-from ..tokens import TokenCounter
 from .transcripts import load_tools, load_transcript
-from ..trimming import fit
 
 __all__ = ["WindowWidget"]
 
