@@ -62,7 +62,7 @@ from .assembly import (
 )
 from .budget import ContextBudget
 from .calls import CALL_TYPES
-from .compression import _aged_view, _text_cut, age_tier, ages, compress_history, result_text
+from .compression import _aged_view, _text_cut, age_tier, ages, result_text
 from .errors import BudgetError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
@@ -394,7 +394,6 @@ class Assembler:
             return None  # the pipeline names the problem
         window = self._window
         if window is None or window.cut != self.state.cut or step < window.step:
-            compress_history([], step, **self.compression)  # the options' errors, as the pipeline gives them
             window = _Window(self, self.state.cut, step)
             self._window = None
         else:

@@ -47,6 +47,7 @@ __all__ = [
     "stub_reference",
     "age_tier",
     "ages",
+    "check_tiers",
     "restore",
 ]
 
@@ -402,6 +403,32 @@ def _aged_view(
     return view, tier, ref
 
 
+def check_tiers(*, keep_full_for: Any, compress_after: Any, max_chars: Any, store: Any) -> None:
+    """Refuse age tiers :func:`compress_history` cannot follow, saying what to pass instead.
+
+    >>> check_tiers(keep_full_for=2, compress_after=6, max_chars=1_200, store=None)
+    Traceback (most recent call last):
+    ...
+    ValueError: compress_after replaces old results with references, which must resolve: pass store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave compress_after=None to only compress
+    """
+    if isinstance(keep_full_for, bool) or not isinstance(keep_full_for, int) or keep_full_for < 0:
+        raise ValueError(f"keep_full_for must be an int >= 0, got {keep_full_for!r}")
+    if compress_after is not None:
+        if isinstance(compress_after, bool) or not isinstance(compress_after, int) or compress_after < keep_full_for:
+            raise ValueError(
+                f"compress_after must be an int >= keep_full_for ({keep_full_for}), or None for "
+                f"no stubs; got {compress_after!r}"
+            )
+        if store is None:
+            raise ValueError(
+                "compress_after replaces old results with references, which must resolve: pass "
+                "store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave "
+                "compress_after=None to only compress"
+            )
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_CHARS:
+        raise ValueError(f"max_chars must be an int >= {MIN_CHARS}, got {max_chars!r}")
+
+
 def compress_history(
     messages: Sequence[Message],
     step: int,
@@ -453,24 +480,9 @@ def compress_history(
     >>> [len(m["content"] or "") for m in compress_history(history, step=9)]
     [0, 1200]
     """
-    for name, value in (("step", step), ("keep_full_for", keep_full_for)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    if compress_after is not None:
-        if isinstance(compress_after, bool) or not isinstance(compress_after, int) or compress_after < keep_full_for:
-            raise ValueError(
-                f"compress_after must be an int >= keep_full_for ({keep_full_for}), or None for "
-                f"no stubs; got {compress_after!r}"
-            )
-        if store is None:
-            raise ValueError(
-                "compress_after replaces old results with references, which must resolve: pass "
-                "store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave "
-                "compress_after=None to only compress"
-            )
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_CHARS:
-        raise ValueError(f"max_chars must be an int >= {MIN_CHARS}, got {max_chars!r}")
-
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    check_tiers(keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars, store=store)
     calls = _calls_by_id(messages)
     out: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .budget import ContextBudget
-from .compression import compress_history
+from .compression import check_tiers
 from .pins import PIN_TOOL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,7 +88,7 @@ class MemoryPolicy:
             raise ValueError(
                 f"keep_recent must be an int >= 1 (the newest turn group is always kept), got {self.keep_recent!r}"
             )
-        compress_history([], 0, **self.compression)  # its own checks, with its own messages
+        check_tiers(**self.compression)
         for name in ("pin_user_messages",):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
