@@ -334,17 +334,26 @@ class Assembler:
         lap kept: only the new messages, and the tool results whose age tier changes, are looked
         at. A lap that cuts, or any lap the kept window cannot answer, runs the full pipeline.
         """
+        step = self._ready(step)
+        fast = self._fast(scratchpad, step)
+        if fast is not None:
+            self.state = fast.state
+            return fast
+        return self._full(scratchpad, step)
+
+    def _ready(self, step: int | None) -> int:
+        """Refuse a record left with calls unanswered or a state that is not its own; the lap."""
         waiting = self._checker.finish()
         if waiting:
             index, problem = waiting[0]
             raise MessageError(f"message {index}: {problem}", index=index)
         self._check_state()
-        if step is None:
-            step = self._max_step
-        fast = self._fast(scratchpad, step)
-        if fast is not None:
-            self.state = fast.state
-            return fast
+        return self._max_step if step is None else step
+
+    def _full(self, scratchpad: Scratchpad | None, step: int) -> Context:
+        """The lap by the full pipeline (:func:`ctxlab.assembly.assemble`), which gives the same
+        prompt as the kept window when nothing is cut. :func:`ctxlab.build_context` runs only
+        this: for one lap, building the window first would be work thrown away when it cuts."""
         self._window = None
         fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
         context = assemble(

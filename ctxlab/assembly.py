@@ -28,9 +28,11 @@ The assembler follows one growing record from lap to lap through :class:`Assembl
 the history was last cut, and the summary so far): pass each call's ``state`` to the next.
 
 There is one pipeline. ``build_context`` is an :class:`ctxlab.Assembler` run once on the record:
-a lap that fits its allowance is made from the assembler's window of what can be in the prompt,
-and a lap that must cut runs :func:`assemble`, the stages below. An agent that calls it on every
-lap pays for the whole record each time; an ``Assembler`` kept across laps pays for what is new.
+the assembler takes the record in (each message checked, given its lap, counted and its pins
+found) and :func:`assemble` makes the lap, by the stages below. An ``Assembler`` kept across
+laps makes a lap that fits from the window it keeps, with the same prompt and events, so it
+pays for what is new; an agent that calls ``build_context`` on every lap pays for the whole
+record each time.
 
 >>> import ctxlab
 >>> import ctxlab.course
@@ -487,9 +489,10 @@ def build_context(
 
     assembler = Assembler(as_policy(policy, options, "build_context"), tools=tools, log=log,
                           counter=counter_for(count))
+    assembler._in_pieces = False  # one lap: counting results in pieces pays only as they age lap by lap
     assembler.extend(history)
     assembler.state = state or AssemblyState()
-    return assembler.build(scratchpad=scratchpad, step=step)
+    return assembler._full(scratchpad, assembler._ready(step))  # one lap: no window to keep
 
 
 def assemble(

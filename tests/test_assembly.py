@@ -303,13 +303,13 @@ def test_any_record_gives_a_valid_prompt_in_budget_or_a_budget_error(history, wi
 
 def test_build_context_is_an_assembler_run_once(monkeypatch):
     runs = []
-    build = ctxlab.Assembler.build
+    full = ctxlab.Assembler._full
 
-    def counted(self, **options):
+    def counted(self, scratchpad, step):
         runs.append((len(self), self.state))
-        return build(self, **options)
+        return full(self, scratchpad, step)
 
-    monkeypatch.setattr(ctxlab.Assembler, "build", counted)
+    monkeypatch.setattr(ctxlab.Assembler, "_full", counted)
     history, state = research_until(30), AssemblyState()
     context = build_context(history, ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()), state=state)
     assert runs == [(len(history), state)], "one Assembler, given the whole record and the state, built once"
