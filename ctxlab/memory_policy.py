@@ -89,9 +89,8 @@ class MemoryPolicy:
                 f"keep_recent must be an int >= 1 (the newest turn group is always kept), got {self.keep_recent!r}"
             )
         check_tiers(**self.compression)
-        for name in ("pin_user_messages",):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.pin_user_messages, bool):
+            raise TypeError(f"pin_user_messages must be True or False, got {self.pin_user_messages!r}")
         if self.pin_tool is not None and not (isinstance(self.pin_tool, str) and self.pin_tool):
             raise TypeError(f"pin_tool must be a tool's name or None (no pin tool), got {self.pin_tool!r}")
         if (isinstance(self.small_talk_tokens, bool) or not isinstance(self.small_talk_tokens, int)
