@@ -111,8 +111,9 @@ def count_request(request: Mapping[str, Any]) -> int:
     tools = _functions(request)
     # The system message carries the tool block, then the response format (harmony's order).
     appended = [tool_block(tools)] if tools else []
-    if response_format_text(request.get("response_format")):
-        appended.append(response_format_text(request.get("response_format")))
+    shown_format = response_format_text(request.get("response_format"), after_tools=bool(tools))
+    if shown_format:
+        appended.append(shown_format)
     if appended:
         messages = _appended_to_system(messages, "\n\n".join(appended))
     escaped = escapes_non_ascii(request["model"])
@@ -195,12 +196,17 @@ def _as_shown(schema: Any, depth: int = 0) -> Any:
     return kept
 
 
-def response_format_text(response_format: Any) -> str:
+def response_format_text(response_format: Any, *, after_tools: bool = False) -> str:
     """The text a ``json_schema`` response format adds to the system message: the published
     harmony layout (``# Response Formats``, the schema's name, its description as a comment,
     the schema as compact JSON), the schema as :func:`_as_shown` leaves it (no
     ``additionalProperties: false`` and no titles below the top level), as the bills show.
     ``json_object`` and ``text`` add no text.
+
+    ``after_tools``: the request also sends tools, whose listing comes first. The bills then
+    show the format without its ``# Response Formats`` header (4 tokens): three recorded runs
+    were sent once with tools and once without, and with tools the same format cost 3, 4 and
+    6 tokens less; all ten recorded requests with both land on their bill this way.
 
     >>> print(response_format_text({"type": "json_schema", "json_schema": {"name": "joke",
     ...     "schema": {"type": "object", "title": "Joke", "additionalProperties": False,
@@ -222,7 +228,7 @@ def response_format_text(response_format: Any) -> str:
             "response_format must be {'type': 'text'}, {'type': 'json_object'} or "
             f"{{'type': 'json_schema', 'json_schema': {{'name': ..., 'schema': {{...}}}}}}, got {str(response_format)[:80]}"
         )
-    text = f"# Response Formats\n\n## {spec['name']}\n\n"
+    text = ("" if after_tools else "# Response Formats\n\n") + f"## {spec['name']}\n\n"
     if isinstance(spec.get("description"), str):
         text += f"// {spec['description']}\n"
     schema = _as_shown(spec.get("schema", {}))
