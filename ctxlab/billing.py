@@ -12,7 +12,8 @@ the JSON that was sent:
   :func:`parallel_results_difference`);
 * ``tools`` (or legacy ``functions``) as the typed namespace of :mod:`ctxlab.tool_text`,
   appended to the first system message (or in one of its own), then a ``json_schema``
-  ``response_format`` as :func:`response_format_text`;
+  ``response_format`` as :func:`response_format_text` (and, without tools,
+  :data:`RESPONSE_FORMAT_ADJUSTMENT` more);
 * a ``tool_choice`` (or legacy ``function_call``) naming a function costs its name and
   :data:`TOOL_CHOICE_NAMED` more; ``"required"`` and ``"none"`` by :data:`TOOL_CHOICE_TOKENS`.
 
@@ -111,13 +112,15 @@ def count_request(request: Mapping[str, Any]) -> int:
     tools = _functions(request)
     # The system message carries the tool block, then the response format (harmony's order).
     appended = [tool_block(tools)] if tools else []
-    shown_format = response_format_text(request.get("response_format"), after_tools=bool(tools))
+    shown_format = response_format_text(request.get("response_format"))
     if shown_format:
         appended.append(shown_format)
     if appended:
         messages = _appended_to_system(messages, "\n\n".join(appended))
     escaped = escapes_non_ascii(request["model"])
     total = count_messages(messages, enc) + parallel_results_difference(messages, enc, escape_non_ascii=escaped) + images
+    if shown_format and not tools:
+        total += RESPONSE_FORMAT_ADJUSTMENT
     if tools:
         choice = request.get("tool_choice", _legacy_choice(request.get("function_call")))
         total += TOOL_BLOCK_ADJUSTMENT + _tool_choice_tokens(choice, enc)
@@ -178,44 +181,71 @@ def _tool_choice_tokens(choice: Any, enc: tiktoken.Encoding) -> int:
     return TOOL_CHOICE_TOKENS[choice]
 
 
-def _as_shown(schema: Any, depth: int = 0) -> Any:
-    """``schema`` as the response-format text shows it: below the top level, without
-    ``additionalProperties: false`` and without titles (a property named ``title`` stays)."""
-    if isinstance(schema, list):
-        return [_as_shown(item, depth + 1) for item in schema]
+HIDDEN_KEYWORDS = frozenset({"required", "additionalProperties", "$schema", "minimum", "maximum", "minItems", "maxItems"})
+"""Schema keywords a response format's text leaves out, at every depth. ``required``,
+``additionalProperties`` and ``$schema``: as a leaked system prompt and a measurement published
+in the OpenAI cookbook's issues show (see :func:`response_format_text`). The bounds: as the bills
+of the recorded schemas that carry them show (``minimum`` and ``maximum`` in one schema sent 30
+times, ``maxItems`` in one; ``minItems`` goes with ``maxItems``)."""
+
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONES = ("items", "not", "contains", "if", "then", "else")
+
+
+def _as_shown(schema: Any) -> Any:
+    """``schema`` as a response format's text shows it: every keyword but
+    :data:`HIDDEN_KEYWORDS`, in every subschema. Values that are data (``enum``, ``const``,
+    ``default``, ``examples``) and property names are kept as they are, even when they read
+    like a hidden keyword.
+
+    >>> _as_shown({"type": "object", "properties": {"required": {"type": "integer", "minimum": 0}},
+    ...            "required": ["required"], "additionalProperties": False})
+    {'type': 'object', 'properties': {'required': {'type': 'integer'}}}
+    """
     if not isinstance(schema, Mapping):
         return schema
-    kept = {}
+    shown = {}
     for key, value in schema.items():
-        if depth and ((key == "additionalProperties" and value is False) or (key == "title" and isinstance(value, str))):
+        if key in HIDDEN_KEYWORDS:
             continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
-            kept[key] = {name: _as_shown(item, depth + 1) for name, item in value.items()}
-        else:
-            kept[key] = _as_shown(value, depth + 1)
-    return kept
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            value = {name: _as_shown(item) for name, item in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            value = [_as_shown(item) for item in value]
+        elif key in _SCHEMA_ONES:
+            value = [_as_shown(item) for item in value] if isinstance(value, list) else _as_shown(value)
+        shown[key] = value
+    return shown
 
 
-def response_format_text(response_format: Any, *, after_tools: bool = False) -> str:
-    """The text a ``json_schema`` response format adds to the system message: the published
-    harmony layout (``# Response Formats``, the schema's name, its description as a comment,
-    the schema as compact JSON), the schema as :func:`_as_shown` leaves it (no
-    ``additionalProperties: false`` and no titles below the top level), as the bills show.
+RESPONSE_FORMAT_ADJUSTMENT = 4
+"""Tokens a request without tools is billed beyond its response format's text (measured: the
+same 4 on every recorded request with a ``json_schema`` format and no tools, with or without a
+system message). With tools the format's text is billed as it is."""
+
+
+def response_format_text(response_format: Any) -> str:
+    """The text a ``json_schema`` response format adds to the system message: the harmony
+    layout (``# Response Formats``, the schema's name, its description as a comment) and the
+    schema as compact JSON without :data:`HIDDEN_KEYWORDS` (left out by :func:`_as_shown`).
     ``json_object`` and ``text`` add no text.
 
-    ``after_tools``: the request also sends tools, whose listing comes first. The bills then
-    show the format without its ``# Response Formats`` header (4 tokens): three recorded runs
-    were sent once with tools and once without, and with tools the same format cost 3, 4 and
-    6 tokens less; all ten recorded requests with both land on their bill this way.
+    A prompt leaked through a strict format shows ``{"type":"object","properties":{"output":
+    {"type":"string"}}}`` for a schema sent with ``additionalProperties`` and ``required``
+    (https://ghost.ai.moda/openai-structured-outputs-to-system-prompt/); a measurement in
+    https://github.com/openai/openai-cookbook/issues/2140 drops ``required``,
+    ``additionalProperties`` and ``$schema`` at every depth. On the recorded bills this puts
+    every request with a response format on its bill, titles kept at every depth.
 
     >>> print(response_format_text({"type": "json_schema", "json_schema": {"name": "joke",
-    ...     "schema": {"type": "object", "title": "Joke", "additionalProperties": False,
-    ...                "properties": {"joke": {"type": "string", "title": "Joke"}}}}}))
+    ...     "strict": True, "schema": {"type": "object", "title": "Joke", "additionalProperties": False,
+    ...     "properties": {"joke": {"type": "string", "title": "Joke"}}, "required": ["joke"]}}}))
     # Response Formats
     <BLANKLINE>
     ## joke
     <BLANKLINE>
-    {"type":"object","title":"Joke","additionalProperties":false,"properties":{"joke":{"type":"string"}}}
+    {"type":"object","title":"Joke","properties":{"joke":{"type":"string","title":"Joke"}}}
     """
     if response_format is None:
         return ""
@@ -228,11 +258,10 @@ def response_format_text(response_format: Any, *, after_tools: bool = False) -> 
             "response_format must be {'type': 'text'}, {'type': 'json_object'} or "
             f"{{'type': 'json_schema', 'json_schema': {{'name': ..., 'schema': {{...}}}}}}, got {str(response_format)[:80]}"
         )
-    text = ("" if after_tools else "# Response Formats\n\n") + f"## {spec['name']}\n\n"
+    text = f"# Response Formats\n\n## {spec['name']}\n\n"
     if isinstance(spec.get("description"), str):
         text += f"// {spec['description']}\n"
-    schema = _as_shown(spec.get("schema", {}))
-    return text + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    return text + json.dumps(_as_shown(spec.get("schema", {})), ensure_ascii=False, separators=(",", ":"))
 
 
 def _appended_to_system(messages: list, text: str) -> list:

@@ -76,25 +76,13 @@ PENDING = {
 #   Showing those two properties' anyOf as JSON lands within 5; no rule found fits it and the
 #   type-list rule of ctxlab/tool_text.py at once.
 # - gpt-4's legacy functions with multi-line descriptions (-8, -9);
-# - strict response formats without a title (-6 to -9): leaving out "required" puts all four
-#   on their bill, and every titled one off it; two that are not strict are short (+4, +5).
-# (A response format sent with tools is shown without its "# Response Formats" header: see
-# ctxlab.billing.response_format_text. Dropping its name or its top-level "type" instead would
-# fit the ten such requests as well; the header is the part a second section would share.)
 UNEXPLAINED = frozenset({
     "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAzureNativeToolCalling.test_azure_agent_with_native_tool_calling.yaml #1",  # gpt-5-nano-2025-08-07: +8
-    "crewAIInc/crewAI lib/crewai/tests/cassettes/rag/embeddings/test_crew_memory_with_google_vertex_project_id.yaml #6",  # gpt-4.1-mini: +10
-    "traceloop/openllmetry packages/opentelemetry-instrumentation-openai/tests/traces/cassettes/test_chat_response_format/test_async_chat_response_format.yaml #0",  # gpt-4.1-nano: +5
-    "traceloop/openllmetry packages/traceloop-sdk/tests/cassettes/test_prompt_management/test_prompt_management_with_response_format.yaml #0",  # gpt-4o-mini: +4
     "tmc/langchaingo agents/testdata/TestExecutorWithOpenAIFunctionAgent.httprr #0",  # gpt-4: -8
     "tmc/langchaingo agents/testdata/TestExecutorWithOpenAIFunctionAgent.httprr #2",  # gpt-4: -9
-    "tmc/langchaingo llms/openai/testdata/TestStructuredOutputObjectAndArraySchema.httprr #0",  # gpt-4o-2024-08-06: -9
-    "tmc/langchaingo llms/openai/testdata/TestStructuredOutputObjectSchema.httprr #0",  # gpt-4o-2024-08-06: -7
     "Future-House/ldp packages/lmi/tests/cassettes/TestTooling.test_custom_tool_parser_from_config.yaml #0",  # gpt-4o-mini-2024-07-18: +4
     "Arize-ai/openinference python/instrumentation/openinference-instrumentation-beeai/tests/openinference/instrumentation/beeai/cassettes/test_instrumentor/test_agent.yaml #0",  # gpt-4o-mini: +33
     "Arize-ai/openinference python/instrumentation/openinference-instrumentation-beeai/tests/openinference/instrumentation/beeai/cassettes/test_instrumentor/test_llm_with_tools.yaml #0",  # gpt-4o: +33
-    "activeagents/activeagent test/fixtures/vcr_cassettes/integration/open_ai/chat/common_format/response_format_test/test_agent_response_json_schema_implicit.yml #0",  # gpt-4o-mini: -6
-    "activeagents/activeagent test/fixtures/vcr_cassettes/integration/open_ai/chat/native_format_test/test_agent_structured_output.yml #0",  # gpt-4o-2024-08-06: -9
     "sublayerapp/sublayer spec/vcr_cassettes/openai/generators/imaginary_movie_review_generator/3_reviews.yml #0",  # gpt-4o: -5
     "sublayerapp/sublayer spec/vcr_cassettes/openai/generators/product_description_generator/super_gadget.yml #0",  # gpt-4o: -9
     "data/real/capitals-two-questions",  # gpt-4o-mini: +4
@@ -164,6 +152,13 @@ def test_requests_land_on_their_bill(everything, kind):
             f"{len(pending[reason])} requests are still off for '{reason}', the table says {expected}: "
             "when a fix brings some onto their bill, lower the number (or drop the reason)"
         )
+
+
+def test_the_exceptions_are_at_most_two_percent_of_the_recordings(everything):
+    """The requests off their bill, whatever their reason, are at most 2% of every recording."""
+    off = [r.label for r in everything if not (isinstance(_count(r), int) and within(_count(r), r.billed))]
+    assert len(off) <= TOLERANCE * len(everything), (
+        f"{len(off)} of {len(everything)} recorded requests are off their bill, more than 2%:\n" + "\n".join(off))
 
 
 def test_count_request_refuses_what_it_cannot_price():
@@ -302,18 +297,40 @@ def test_tool_choice_and_response_format_are_priced():
         ctxlab.count_request({**plain, "response_format": {"type": "json_schema"}})
 
 
-def test_a_response_format_after_tools_has_no_header_of_its_own():
-    """With tools, the format follows their listing without "# Response Formats" (the bills of
-    the same runs sent with and without tools differ by about that header)."""
+def test_a_response_format_shows_its_schema_without_what_the_decoding_enforces():
+    """required, additionalProperties, $schema and the bounds are left out at every depth;
+    titles, descriptions, defaults and data values stay, property names too."""
+    schema = {"type": "json_schema", "json_schema": {"name": "plan", "strict": True, "schema": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "title": "Plan",
+        "additionalProperties": False, "required": ["steps", "required"],
+        "properties": {
+            "steps": {"type": "array", "title": "Steps", "maxItems": 5, "items": {
+                "type": "object", "additionalProperties": False, "required": ["n"],
+                "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9, "default": 1}}}},
+            "required": {"enum": [{"required": True}], "description": "a property named like a keyword"}}}}}
+    text = ctxlab.billing.response_format_text(schema)
+    assert text == "# Response Formats\n\n## plan\n\n" + json.dumps(
+        {"type": "object", "title": "Plan", "properties": {
+            "steps": {"type": "array", "title": "Steps", "items": {
+                "type": "object", "properties": {"n": {"type": "integer", "default": 1}}}},
+            "required": {"enum": [{"required": True}], "description": "a property named like a keyword"}}},
+        separators=(",", ":"))
+    assert ctxlab.billing.response_format_text({**schema, "json_schema": {**schema["json_schema"], "description": "A plan"}}) == (
+        text.replace("## plan\n\n", "## plan\n\n// A plan\n"))
+
+
+def test_a_response_format_costs_its_text_and_four_tokens_more_without_tools():
     schema = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
         "type": "object", "properties": {"answer": {"type": "string"}}}}}
-    alone = ctxlab.billing.response_format_text(schema)
-    after = ctxlab.billing.response_format_text(schema, after_tools=True)
-    assert alone == "# Response Formats\n\n" + after and after.startswith("## answer\n\n")
     enc = ctxlab.encoding("o200k_base")
-    base = {"model": "gpt-4o", "tools": [WEATHER], "messages": [{"role": "user", "content": "Hi"}]}
-    assert ctxlab.count_request({**base, "response_format": schema}) - ctxlab.count_request(base) == (
-        len(enc.encode_ordinary("\n\n" + after)))
+    text = ctxlab.billing.response_format_text(schema)
+    user = {"role": "user", "content": "Hi"}
+    plain = {"model": "gpt-4o", "messages": [{"role": "system", "content": "Be brief."}, user]}
+    assert ctxlab.count_request({**plain, "response_format": schema}) == ctxlab.count_messages(
+        [{"role": "system", "content": "Be brief.\n\n" + text}, user], enc) + ctxlab.billing.RESPONSE_FORMAT_ADJUSTMENT
+    tools = {"model": "gpt-4o", "tools": [WEATHER], "messages": [user]}
+    assert ctxlab.count_request({**tools, "response_format": schema}) - ctxlab.count_request(tools) == (
+        len(enc.encode_ordinary("\n\n" + text)))
 
 
 def test_images_follow_the_model_and_files_are_refused():
