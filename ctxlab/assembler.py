@@ -207,8 +207,9 @@ class Assembler:
             )
         batch = list(messages)
         trial = self._checker.fork()
+        first = len(self)
         for offset, message in enumerate(batch):
-            index = len(self) + offset
+            index = first + offset
             problems = trial.check(index, message)
             if not problems and (is_summary(message) or is_scratchpad_message(message)):
                 kind = "summary" if is_summary(message) else "scratchpad"
@@ -225,10 +226,13 @@ class Assembler:
             if message.get("role") == "assistant":
                 last = lap
             batch.append(message if message.get("step").__class__ is int else {**message, "step": lap})
-        counts = [self._count_new(m) for m in batch]
+        if self._in_pieces:
+            counts = [self._count_new(m) for m in batch]
+        else:
+            count = self.counter.message
+            counts = [(count(m), None) for m in batch]
         trial.commit()
-        for message, (tokens, pieces) in zip(batch, counts, strict=True):
-            self._add(message, tokens, pieces)
+        self._add(batch, counts)
         if given:
             self._lap, self._last_given = last, given[-1]
 
@@ -277,31 +281,45 @@ class Assembler:
             pieces[e] = None
         self._pieces_kept_from = max(self._pieces_kept_from, cut)
 
-    def _add(self, message: Message, tokens: int, pieces: _Pieces | None = None) -> None:
-        role = message.get("role")
-        value = message.get("step")
-        if isinstance(value, int) and not isinstance(value, bool):
-            self._max_step = max(self._max_step, value)
-        if not self._elastic and role in PINNED_ROLES:
-            self._static.append(message)
-            self._static_tokens += tokens
-            return
-        if not (role == "tool" and self._collecting):
-            self._starts.append(len(self._elastic))
-            self._collecting = role == "assistant" and bool(message.get("tool_calls"))
-        group = len(self._starts) - 1
-        pinned = pins_itself(message, self.pin_tool)
-        if role == "user" and (self.pin_user_messages or not self._first_user_seen):
-            pinned = True
-        if role == "user":
-            self._first_user_seen = True
-        if pinned and (not self._pinned or self._pinned[-1] != group):
-            self._pinned.append(group)
-            self._pinned_set.add(group)
-        self._elastic.append(message)
-        self._counts.append(tokens)
-        self._pieces.append(pieces)
-        self._tokens += tokens
+    def _add(self, batch: list[Message], counts: list[tuple[int, _Pieces | None]]) -> None:
+        """Put checked, numbered and counted messages into the record: the leading system
+        messages into the static prefix, the rest into turn groups, each group noted as pinned
+        when a message in it pins itself (or is the task, or any user message with
+        ``pin_user_messages``). One loop over locals: a first context holds the whole run."""
+        static, elastic, starts, per_message, pieces_of = (
+            self._static, self._elastic, self._starts, self._counts, self._pieces)
+        pinned_groups, pinned_set, pin_tool, pin_users = (
+            self._pinned, self._pinned_set, self.pin_tool, self.pin_user_messages)
+        max_step, collecting, first_user_seen = self._max_step, self._collecting, self._first_user_seen
+        added = 0
+        try:
+            for message, (tokens, pieces) in zip(batch, counts, strict=True):
+                role = message.get("role")
+                step = message.get("step")
+                if step.__class__ is int and step > max_step:
+                    max_step = step
+                if not elastic and role in PINNED_ROLES:
+                    static.append(message)
+                    self._static_tokens += tokens
+                    continue
+                if not (role == "tool" and collecting):
+                    starts.append(len(elastic))
+                    collecting = role == "assistant" and bool(message.get("tool_calls"))
+                group = len(starts) - 1
+                pinned = pins_itself(message, pin_tool)
+                if role == "user":
+                    pinned = pinned or pin_users or not first_user_seen
+                    first_user_seen = True
+                if pinned and (not pinned_groups or pinned_groups[-1] != group):
+                    pinned_groups.append(group)
+                    pinned_set.add(group)
+                elastic.append(message)
+                per_message.append(tokens)
+                pieces_of.append(pieces)
+                added += tokens
+        finally:
+            self._max_step, self._collecting, self._first_user_seen = max_step, collecting, first_user_seen
+            self._tokens += added
 
     # --- assembling -----------------------------------------------------------------------------
 
