@@ -24,6 +24,10 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	# nbgrader's classes for the hub's exchange service (hub/README.md). Its metadata asks for
+	# jupyter-core<4.11.2, which JupyterLab 4 cannot use; it needs only jupyter_core.paths,
+	# and tests/test_hub_ngshare.py runs it end to end with the pinned jupyter-core.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps ngshare-exchange==0.5.3
 	$(BIN)/python -c "import ctxlab; ctxlab.encoding()"
 	touch $@
 

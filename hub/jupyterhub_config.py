@@ -34,7 +34,13 @@ variable                     default                             what it is
 ``CTXLAB_LEARNERS``          (none)                              Unix users who learn, comma-separated
 ``CTXLAB_HUB_URL``           ``http://:8000``                    where the hub listens
 ``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
+``CTXLAB_NGSHARE_PYTHON``    (none)                              ngshare's Python: the exchange service
+``CTXLAB_NGSHARE_PORT``      ``10101``                           where the hub runs ngshare (loopback)
 ===========================  ==================================  =========================================
+
+With ``CTXLAB_NGSHARE_PYTHON`` (the ``python`` of an environment made from
+``hub/ngshare/requirements.txt``) the hub runs ngshare as a service and every server exchanges
+through it instead of the shared folder: for hubs whose servers do not share a disk.
 
 Only listed users may log in. Put TLS in front of the hub (a reverse proxy, or
 ``c.JupyterHub.ssl_cert``/``ssl_key``) before opening it beyond the machine.
@@ -131,12 +137,37 @@ c.JupyterHub.load_roles = [
     {"name": "instructor", "groups": ["instructors"], "scopes": ["self", "list:users", "read:users", "read:servers"]},
 ]
 
+# The exchange service (hub/README.md, "An exchange service"): ngshare, run by the hub from an
+# environment of its own, holds the lessons, submissions and feedback; every instructor is one of
+# its admins. Servers reach it on loopback with their own API token, which ngshare checks with
+# the hub, and nbgrader's exchange classes are ngshare-exchange's (hub/exchange/nbgrader_config.py).
+NGSHARE_PYTHON = os.environ.get("CTXLAB_NGSHARE_PYTHON")
+NGSHARE_URL = None
+if NGSHARE_PYTHON:
+    if not Path(NGSHARE_PYTHON).is_file():
+        raise SystemExit(f"CTXLAB_NGSHARE_PYTHON={NGSHARE_PYTHON} does not exist: make ngshare's environment with "
+                         "`python3 -m venv .venv-ngshare && .venv-ngshare/bin/pip install -r hub/ngshare/requirements.txt`")
+    if not INSTRUCTORS:
+        raise SystemExit("CTXLAB_NGSHARE_PYTHON is set but CTXLAB_INSTRUCTORS is empty: ngshare needs an instructor "
+                         "as its admin to create the course")
+    port = int(os.environ.get("CTXLAB_NGSHARE_PORT", "10101"))
+    store = DATA / "ngshare"
+    store.mkdir(exist_ok=True, mode=0o700)
+    c.JupyterHub.services = [{
+        "name": "ngshare",
+        "url": f"http://127.0.0.1:{port}",
+        "command": [NGSHARE_PYTHON, "-m", "ngshare", "--admins", ",".join(sorted(INSTRUCTORS)),
+                    "--storage", str(store / "files"), "--database", f"sqlite:///{store / 'ngshare.db'}"],
+    }]
+    NGSHARE_URL = f"http://127.0.0.1:{port}/services/ngshare"
+
 c.JupyterHub.spawner_class = "localprocess"
 SINGLEUSER = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
 c.Spawner.cmd = SINGLEUSER
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
-c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(EXCHANGE)}
+c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(EXCHANGE),
+                         **({"CTXLAB_NGSHARE_URL": NGSHARE_URL} if NGSHARE_URL else {})}
 
 
 def config_path(spawner) -> None:

@@ -214,7 +214,7 @@ class Hub:
             f"load_subconfig({str(HUB_DIR / 'jupyterhub_config.py')!r})  # noqa: F821\n"
             f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{free_port()}'\n"
             f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'\n"
-            f"c.JupyterHub.services = [{{'name': 'course-check', 'api_token': {self.token!r}}}]\n"
+            f"c.JupyterHub.services.append({{'name': 'course-check', 'api_token': {self.token!r}}})\n"
             "c.JupyterHub.load_roles.append({'name': 'course-check', 'services': ['course-check'],\n"
             "    'scopes': ['admin:users', 'admin:servers', 'list:users', 'tokens']})\n"
             "c.Spawner.start_timeout = 120\n"

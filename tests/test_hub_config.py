@@ -91,3 +91,52 @@ def test_a_learner_in_the_instructors_group_is_refused(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match=r"learners in the instructors' group .*\['ana'\].*gpasswd -d USER"):
         load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="ana", SHARED_ROOT=str(root),
              INSTRUCTOR_GROUP=group.gr_name)
+
+
+def test_with_ngshares_python_the_hub_runs_it_and_every_server_exchanges_through_it(tmp_path, monkeypatch):
+    python = tmp_path / "ngshare-env" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=f"{ME.pw_name},teacher2", LEARNERS="nobody",
+                     NGSHARE_PYTHON=str(python), NGSHARE_PORT="10555")
+    (service,) = namespace["c"].JupyterHub.services
+    assert service["name"] == "ngshare" and service["url"] == "http://127.0.0.1:10555"
+    command = service["command"]
+    assert command[:3] == [str(python), "-m", "ngshare"]
+    assert command[command.index("--admins") + 1] == ",".join(sorted({ME.pw_name, "teacher2"}))
+    assert command[command.index("--database") + 1] == f"sqlite:///{tmp_path / 'hub-data' / 'ngshare' / 'ngshare.db'}"
+    assert namespace["c"].Spawner.environment["CTXLAB_NGSHARE_URL"] == "http://127.0.0.1:10555/services/ngshare"
+    without = load(tmp_path / "plain", monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody", NGSHARE_PYTHON="")
+    assert "CTXLAB_NGSHARE_URL" not in without["c"].Spawner.environment and "services" not in without["c"].JupyterHub
+
+
+def test_ngshare_needs_its_python_and_an_instructor(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit, match="pip install -r hub/ngshare/requirements.txt"):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, NGSHARE_PYTHON=str(tmp_path / "missing" / "python"))
+    python = tmp_path / "python"
+    python.touch()
+    monkeypatch.delenv("CTXLAB_INSTRUCTORS", raising=False)
+    with pytest.raises(SystemExit, match="CTXLAB_INSTRUCTORS is empty"):
+        load(tmp_path, monkeypatch, LEARNERS="nobody", NGSHARE_PYTHON=str(python))
+
+
+def test_the_exchange_config_uses_ngshare_when_the_hub_runs_it(monkeypatch):
+    """hub/exchange/nbgrader_config.py, as nbgrader reads it in a server given CTXLAB_NGSHARE_URL."""
+    monkeypatch.setenv("JUPYTERHUB_USER", "nobody")  # as in a server: ngshare-exchange reads it on import
+    import ngshare_exchange
+
+    exchange_config = CONFIG.parent / "exchange" / "nbgrader_config.py"
+    monkeypatch.delenv("CTXLAB_COURSE_ROOT", raising=False)
+    for url in ("http://127.0.0.1:10555/services/ngshare", None):
+        if url:
+            monkeypatch.setenv("CTXLAB_NGSHARE_URL", url)
+        else:
+            monkeypatch.delenv("CTXLAB_NGSHARE_URL", raising=False)
+        config = Config()
+        exec(compile(exchange_config.read_text(encoding="utf-8"), str(exchange_config), "exec"),  # noqa: S102
+             {"get_config": lambda config=config: config, "__file__": str(exchange_config)})
+        if url:
+            assert config.ExchangeFactory.submit is ngshare_exchange.ExchangeSubmit
+            assert config.ExchangeFactory.exchange._ngshare_url == url
+        else:
+            assert "ExchangeFactory" not in config

@@ -11,6 +11,9 @@ reads the course's own settings (``<root>/nbgrader_config.py``: ``solutions/``, 
 and shows what ``python -m autograder grade submitted --out grading-output`` wrote in the
 course root: the merged gradebook and the executed notebooks, for review and manual grading.
 
+With ``CTXLAB_NGSHARE_URL`` (set by the hub when it runs ngshare) the exchange is that service,
+through ngshare-exchange's classes, instead of the folder.
+
 nbgrader commands run inside the course root read ``<root>/nbgrader_config.py`` last, so there
 ``make release`` still keeps the lessons' definitions in ``<root>/gradebook.db``.
 """
@@ -22,6 +25,11 @@ c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
 c.CourseDirectory.course_id = os.environ.get("CTXLAB_COURSE_ID", "context-window-lab")
 c.Exchange.root = os.environ.get("CTXLAB_EXCHANGE", "/srv/nbgrader/exchange")
+
+if os.environ.get("CTXLAB_NGSHARE_URL"):  # the hub runs the exchange service (hub/README.md)
+    from ngshare_exchange import configureExchange
+
+    configureExchange(c, os.environ["CTXLAB_NGSHARE_URL"])
 
 if os.environ.get("CTXLAB_GROUPSHARED") == "1":  # instructors sharing one course root
     c.CourseDirectory.groupshared = True

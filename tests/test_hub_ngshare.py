@@ -1,0 +1,207 @@
+"""The hub with an exchange service instead of a shared folder: ngshare, end to end.
+
+``hub/jupyterhub_config.py`` runs ngshare (from its own environment, ``hub/ngshare/``) as a
+JupyterHub service when ``CTXLAB_NGSHARE_PYTHON`` names its Python, and every server then
+exchanges through it (``hub/exchange/nbgrader_config.py``, ngshare-exchange's classes). This
+plays lesson 01 through it as ``tests/test_hub.py`` does through the folder: the instructor
+creates the course in ngshare and enrolls the learners (``ngshare-course-management``, as
+``hub/README.md`` says), releases; the learners fetch and submit from the Assignments tab of
+their own servers; the instructor collects, grades with ``python -m autograder grade`` and
+releases the feedback; each learner fetches theirs. Nothing goes through the exchange folder.
+
+It checks the scores, that each learner got only their own feedback, and that ngshare refuses
+a learner what only an instructor may do: list or download another learner's submission,
+release a lesson, enroll themselves in a course.
+
+It needs what the hub test needs (root, ``jupyterhub``, ``configurable-http-proxy``,
+bubblewrap), and ngshare's environment, ``.venv-ngshare`` (``.ci/run`` makes it), or
+``CTXLAB_NGSHARE_PYTHON``. With ``CTXLAB_REQUIRE_HUB=1`` (CI) a missing part fails the test.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from hostile import require_sandbox
+from support.pipeline import REPO, fill, solution_sources
+from test_hub import (
+    ANA,
+    BO,
+    COURSE_ID,
+    LESSON,
+    NOTEBOOK,
+    STAFF,
+    TEACHER,
+    TEACHER2,
+    Hub,
+    HubLearner,
+    Machine,
+    free_port,
+    shared_environment,
+    why_no_hub,
+)
+
+pytestmark = [pytest.mark.slow]
+
+NGSHARE_PYTHON = Path(os.environ.get("CTXLAB_NGSHARE_PYTHON", REPO / ".venv-ngshare" / "bin" / "python"))
+
+
+def why_not_here() -> str | None:
+    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None:
+        return "the hub test creates local Unix users: it needs root with useradd and runuser (CI has both)"
+    if why_no_hub():
+        return why_no_hub()
+    if not NGSHARE_PYTHON.is_file():
+        return (f"ngshare's environment is missing ({NGSHARE_PYTHON}): python3 -m venv .venv-ngshare && "
+                ".venv-ngshare/bin/pip install -r hub/ngshare/requirements.txt (as .ci/run does)")
+    return None
+
+
+@pytest.fixture(scope="module")
+def machine():
+    reason = why_not_here()
+    if reason:
+        if os.environ.get("CTXLAB_REQUIRE_HUB") == "1":
+            pytest.fail(f"CTXLAB_REQUIRE_HUB=1 but the hub cannot run ngshare here: {reason}")
+        pytest.skip(reason)
+    require_sandbox()
+    base = Path(tempfile.mkdtemp(prefix="ctxlab-ngshare-", dir="/tmp"))
+    base.chmod(0o755)
+    here = None
+    try:
+        here = Machine(base, shared_environment(base))
+        port = free_port()
+        here.env.update(CTXLAB_NGSHARE_PYTHON=str(NGSHARE_PYTHON), CTXLAB_NGSHARE_PORT=str(port),
+                        CTXLAB_NGSHARE_URL=f"http://127.0.0.1:{port}/services/ngshare")
+        yield here
+    finally:
+        if here is not None:
+            here.remove_users()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def course(machine):
+    """Play lesson 01 through ngshare; what each step left behind."""
+    machine.add_group()
+    for name in (TEACHER, TEACHER2, ANA, BO):
+        machine.add_user(name)
+    for name in (TEACHER, TEACHER2):
+        subprocess.run(["usermod", "-aG", STAFF, name], check=True, capture_output=True)
+    root = machine.root
+    root.mkdir()
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    for folder in ("solutions", "course"):
+        shutil.copytree(REPO / folder / LESSON, root / folder / LESSON)
+    subprocess.run(["chown", "-R", f"{TEACHER}:{STAFF}", str(root)], check=True)
+    subprocess.run(["chmod", "-R", "g+rwX,o-rwx", str(root)], check=True)
+    subprocess.run(["find", str(root), "-type", "d", "-exec", "chmod", "g+s", "{}", "+"], check=True)
+
+    hub = Hub(machine)
+    try:
+        hub.wait_up()
+        for name in (ANA, BO, TEACHER):
+            hub.start_server(name)
+        learners = {name: HubLearner(hub, name) for name in (ANA, BO)}
+        tokens = {name: hub.user_token(name) for name in (TEACHER, ANA)}
+
+        def as_user(user: str, *command: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+            """``command`` as ``user`` in a terminal of their server: with its API token."""
+            return machine.run_as(user, "env", f"JUPYTERHUB_API_TOKEN={tokens[user]}", f"JUPYTERHUB_USER={user}",
+                                  *command, check=check, **kwargs)
+
+        manage = str(machine.bin / "ngshare-course-management")
+        as_user(TEACHER, manage, "create_course", COURSE_ID, TEACHER, cwd=root)
+        for name in (ANA, BO):
+            as_user(TEACHER, manage, "add_student", COURSE_ID, name, "--no-gb", cwd=root)
+        nbgrader = str(machine.bin / "nbgrader")
+        as_user(TEACHER, nbgrader, "release_assignment", LESSON, cwd=root)
+        released = json.loads((root / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+        answers = solution_sources(json.loads((root / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8")))
+
+        before_fetch = learners[ANA].listing()
+        for learner in learners.values():
+            learner.action("fetch")
+        learners[ANA].save(fill(released, answers))  # ana solves it, bo hands in the blank notebook
+        for learner in learners.values():
+            learner.action("submit")
+
+        as_user(TEACHER, nbgrader, "collect", LESSON, cwd=root)
+        grading = machine.run_as(
+            TEACHER, str(machine.bin / "python"), "-m", "autograder", "grade", str(root / "submitted"), "--out",
+            str(root / "grading-output"), "--course", str(root), "--lessons", LESSON, "--jobs", "2",
+            "--cell-timeout", "30", "--memory", "1024", "--quiet", cwd=REPO, check=False, timeout=400)
+        assert grading.returncode == 0, grading.stderr[-4000:]
+        machine.run_as(TEACHER, "mkdir", "-p", "feedback", cwd=root)
+        machine.run_as(TEACHER, "cp", "-r", "grading-output/feedback/.", "feedback/", cwd=root)
+        as_user(TEACHER, nbgrader, "release_feedback", LESSON, cwd=root)
+        for learner in learners.values():
+            learner.action("fetch_feedback")
+        yield {"root": root, "hub": hub, "learners": learners, "before_fetch": before_fetch,
+               "grading": root / "grading-output", "as_user": as_user, "tokens": tokens}
+    finally:
+        hub.stop()
+
+
+def test_the_lesson_went_through_ngshare_not_the_folder(course, machine):
+    assert LESSON in json.dumps(course["before_fetch"]), course["before_fetch"]  # the Assignments tab saw it
+    course_folder = machine.exchange / COURSE_ID
+    left = sorted(str(p.relative_to(machine.exchange)) for p in course_folder.rglob("*")) if course_folder.exists() else []
+    assert left == [], f"the exchange folder was used: {left}"
+    for name in (ANA, BO):
+        assert (Path(pwd.getpwnam(name).pw_dir) / LESSON / NOTEBOOK).is_file()
+    assert sorted(p.name for p in (course["root"] / "submitted").iterdir()) == [ANA, BO]
+
+
+def test_the_scores_are_right(course):
+    rows = list(csv.DictReader(io.StringIO((course["grading"] / "grades.csv").read_text(encoding="utf-8"))))
+    scores = {row["student"]: (float(row["score"]), float(row["max_score"]), row["status"]) for row in rows}
+    assert set(scores) == {ANA, BO}
+    assert scores[ANA][0] == scores[ANA][1] > 0 and scores[ANA][2] == "graded"
+    assert scores[BO][0] == 0 and scores[BO][2] == "graded"
+
+
+def test_each_learner_fetched_only_their_own_feedback(course):
+    for name in (ANA, BO):
+        home = Path(pwd.getpwnam(name).pw_dir)
+        pages = sorted((home / LESSON / "feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}"))
+        assert len(pages) == 1, (name, pages)
+        page = pages[0].read_text(encoding="utf-8")
+        other = BO if name == ANA else ANA
+        assert f"Feedback for {name}" in page and other not in page
+        assert "BEGIN HIDDEN TESTS" not in page
+
+
+def test_ngshare_refuses_a_learner_what_only_an_instructor_may_do(course):
+    """ana, with her own token, asks ngshare directly (as a script in her server could)."""
+    hub = course["hub"]
+    url = f"/services/ngshare/{{}}/{COURSE_ID}"
+    token = course["tokens"][ANA]
+    asked = {
+        "list the submissions": ("GET", url.format("submissions") + f"/{LESSON}"),
+        "download bo's submission": ("GET", url.format("submission") + f"/{LESSON}/{BO}"),
+        "download bo's feedback": ("GET", url.format("feedback") + f"/{LESSON}/{BO}"),
+        "release a lesson": ("POST", url.format("assignment") + "/not-a-lesson"),
+        "list the learners": ("GET", url.format("students")),
+        "make herself an instructor": ("POST", url.format("instructor") + f"/{ANA}"),
+    }
+    answers = {what: hub.call(method, path, token=token, form={} if method == "POST" else None)
+               for what, (method, path) in asked.items()}
+    allowed = {what: (status, text[:200]) for what, (status, text) in answers.items()
+               if status == 200 or '"success": true' in text}
+    assert not allowed, f"ngshare let a learner {allowed}"
+    # refused by ngshare itself (not a route it does not have): a 403 with its JSON failure
+    unclear = {what: (status, text[:200]) for what, (status, text) in answers.items()
+               if status != 403 or not text.startswith('{"success": false')}
+    assert not unclear, f"ngshare's answers are not refusals: {unclear}"
+    status, text = hub.call("GET", url.format("assignments"), token=token)
+    assert status == 200 and LESSON in text, (status, text[:500])  # what she may do, she can
