@@ -590,15 +590,17 @@ def test_the_instructor_opens_the_formgrader_in_a_browser(course, machine):
     assert overridden() == 1, "grading again lost the score set in the formgrader"
 
 
-def test_the_scores_are_right(course):
-    rows = list(csv.DictReader(io.StringIO((course["grading"] / "grades.csv").read_text(encoding="utf-8"))))
+def scores_are_right(grading: Path) -> None:
+    """ana's solved notebook has full marks and bo's blank one zero, both graded."""
+    rows = list(csv.DictReader(io.StringIO((grading / "grades.csv").read_text(encoding="utf-8"))))
     scores = {row["student"]: (float(row["score"]), float(row["max_score"]), row["status"]) for row in rows}
     assert set(scores) == {ANA, BO}
     assert scores[ANA][0] == scores[ANA][1] > 0 and scores[ANA][2] == "graded"
     assert scores[BO][0] == 0 and scores[BO][2] == "graded"
 
 
-def test_each_learner_fetched_only_their_own_feedback(course):
+def each_fetched_only_their_own_feedback() -> None:
+    """Each learner's home holds one feedback page, theirs, without the hidden tests."""
     for name in (ANA, BO):
         home = Path(pwd.getpwnam(name).pw_dir)
         pages = sorted((home / LESSON / "feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}"))
@@ -607,6 +609,14 @@ def test_each_learner_fetched_only_their_own_feedback(course):
         other = BO if name == ANA else ANA
         assert f"Feedback for {name}" in page and other not in page
         assert "BEGIN HIDDEN TESTS" not in page
+
+
+def test_the_scores_are_right(course):
+    scores_are_right(course["grading"])
+
+
+def test_each_learner_fetched_only_their_own_feedback(course):
+    each_fetched_only_their_own_feedback()
 
 
 def test_the_exchange_has_the_permissions_nbgrader_gives_it(course, machine):

@@ -20,8 +20,6 @@ bubblewrap), and ngshare's environment, ``.venv-ngshare`` (``.ci/run`` makes it)
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import pwd
@@ -45,7 +43,9 @@ from test_hub import (
     Hub,
     HubLearner,
     Machine,
+    each_fetched_only_their_own_feedback,
     free_port,
+    scores_are_right,
     shared_environment,
     why_no_hub,
 )
@@ -163,22 +163,11 @@ def test_the_lesson_went_through_ngshare_not_the_folder(course, machine):
 
 
 def test_the_scores_are_right(course):
-    rows = list(csv.DictReader(io.StringIO((course["grading"] / "grades.csv").read_text(encoding="utf-8"))))
-    scores = {row["student"]: (float(row["score"]), float(row["max_score"]), row["status"]) for row in rows}
-    assert set(scores) == {ANA, BO}
-    assert scores[ANA][0] == scores[ANA][1] > 0 and scores[ANA][2] == "graded"
-    assert scores[BO][0] == 0 and scores[BO][2] == "graded"
+    scores_are_right(course["grading"])
 
 
 def test_each_learner_fetched_only_their_own_feedback(course):
-    for name in (ANA, BO):
-        home = Path(pwd.getpwnam(name).pw_dir)
-        pages = sorted((home / LESSON / "feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}"))
-        assert len(pages) == 1, (name, pages)
-        page = pages[0].read_text(encoding="utf-8")
-        other = BO if name == ANA else ANA
-        assert f"Feedback for {name}" in page and other not in page
-        assert "BEGIN HIDDEN TESTS" not in page
+    each_fetched_only_their_own_feedback()
 
 
 def test_ngshare_refuses_a_learner_what_only_an_instructor_may_do(course):
