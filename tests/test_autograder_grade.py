@@ -7,6 +7,7 @@ rest of the batch graded, the gradebook intact, and the submissions untouched.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import html
@@ -20,6 +21,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zipfile
@@ -29,6 +31,8 @@ import pytest
 from hostile import require_sandbox
 from hostile.cases import CASES, LESSON, NOTEBOOK, Paths
 from support.pipeline import REPO, offline_env, solution_sources
+
+from autograder.sandbox import CHANNEL_DIR
 
 pytestmark = [pytest.mark.slow]
 
@@ -252,57 +256,118 @@ def test_feedback_shows_no_hidden_test(graded):
 
 
 def test_a_second_run_keeps_every_grade(graded):
+    """Nothing is graded again: every student's record is left as it was, byte for byte and mtime."""
     out = graded["out"]
-    before = (out / "grades.csv").read_text()
-    started = time.monotonic()
+    before, records = (out / "grades.csv").read_text(), snapshot(out / "students")
     result = run_grader(graded["submissions"], out)
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"kept {len(CASES)} student(s)" in result.stderr
     assert (out / "grades.csv").read_text() == before
-    assert time.monotonic() - started < 60
+    assert snapshot(out / "students") == records
 
 
 def test_the_batch_stays_within_its_time_budget(graded):
     assert graded["elapsed"] < 480, f"grading the hostile class took {graded['elapsed']:.0f} s"
 
 
-def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path):
-    require_sandbox()
-    released, answers = released_and_answers()
-    from hostile.cases import solved
+# Ben's notebook waits, in a cell of his own before any answer, until a file named GATE appears in
+# the judge's channel folder: the one host folder a learner's kernel sees (read-only, at
+# autograder.sandbox.CHANNEL_DIR) and the test can write. The test opens that gate only after it
+# has sent the interrupt, so the interrupt always lands while ben is being graded, however busy
+# the machine; in the second run it opens the gate as soon as the channel exists.
+GATE = "open-the-gate"
+WAIT_AT_THE_GATE = f"""import os, time
+while not os.path.exists({CHANNEL_DIR + '/' + GATE!r}):
+    time.sleep(0.05)"""
 
-    for attempt in range(3):  # the interrupt can land after ben's grade is written: then try again
-        submissions, out = tmp_path / f"submissions-{attempt}", tmp_path / f"out-{attempt}"
-        for student in ("ann", "ben"):
-            (submissions / student / LESSON).mkdir(parents=True)
-            (submissions / student / LESSON / NOTEBOOK).write_text(json.dumps(solved(released, answers)))
-        process = run_grader(submissions, out, "--jobs", "1", wait=False)
-        deadline = time.monotonic() + 300
-        while not (out / "students" / "ann.json").exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
+
+def channel_folders(tmpdir: Path) -> list[Path]:
+    """The judges' channel folders a grader run with TMPDIR=``tmpdir`` has made (autograder.worker.kept_judges)."""
+    return sorted(tmpdir.glob("ctxlab-judges-*/channel-*"))
+
+
+def open_gates(tmpdir: Path, process: subprocess.Popen, deadline: float) -> None:
+    """Put the gate file in every channel folder until the run ends (or ``deadline`` passes)."""
+    while process.poll() is None and time.monotonic() < deadline:
+        for folder in channel_folders(tmpdir):
+            with contextlib.suppress(OSError):  # the folder may go as the judge stops
+                (folder / GATE).touch()
+        time.sleep(0.05)
+
+
+def described(pids: str) -> str:
+    """``ps`` lines for the processes whose ids are in ``pids`` (one per line)."""
+    ids = ",".join(pids.split())
+    return subprocess.run(["ps", "-o", "pid,ppid,pgid,etime,args", "-p", ids], capture_output=True, text=True).stdout
+
+
+def wait_for(condition, process: subprocess.Popen, what: str, seconds: float = 300) -> None:
+    """Wait until ``condition()``; fail if the run ends first. The deadline only stops a hung run."""
+    deadline = time.monotonic() + seconds
+    while not condition():
         if process.poll() is not None:
             _, stderr = process.communicate()
-            pytest.fail(f"the run ended (status {process.returncode}) before it could be interrupted:\n{stderr[-2000:]}")
-        os.killpg(process.pid, signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
-        if not (process.returncode == 0 and (out / "students" / "ben.json").exists()):
-            break
+            pytest.fail(f"the run ended (status {process.returncode}) before {what}:\n{stderr[-2000:]}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no {what} after {seconds} s")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def short_tmpdir():
+    """A TMPDIR of the test's own with a short path: kernels' sockets live there, and a Unix
+    socket's path may not pass 107 bytes (pytest's tmp_path can be longer than that)."""
+    folder = Path(tempfile.mkdtemp(prefix="cwl-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path, short_tmpdir):
+    require_sandbox()
+    released, answers = released_and_answers()
+    from hostile.cases import after, solved
+
+    submissions, out, tmpdir = tmp_path / "submissions", tmp_path / "out", short_tmpdir
+    notebooks = {"ann": solved(released, answers), "ben": after(solved(released, answers), None, WAIT_AT_THE_GATE)}
+    for student, notebook in notebooks.items():
+        (submissions / student / LESSON).mkdir(parents=True)
+        (submissions / student / LESSON / NOTEBOOK).write_text(json.dumps(notebook))
+    env = {**offline_env(), "TMPDIR": str(tmpdir)}
+    # A cell timeout longer than the test could ever wait: ben's gate cell ends only when opened.
+    options = ("--jobs", "1", "--cell-timeout", "600")
+    process = run_grader(submissions, out, *options, env=env, wait=False)
+    job = out / "work" / "ben" / "job.json"
+
+    def ben_is_running() -> bool:
+        if not (job.exists() and (out / "students" / "ann.json").exists() and channel_folders(tmpdir)):
+            return False
+        with contextlib.suppress(ValueError):  # the job file may be half written
+            runtime = json.loads(job.read_text())["runtime"]
+            return bool(subprocess.run(["pgrep", "-f", runtime], capture_output=True, text=True).stdout.strip())
+        return False
+
+    wait_for(ben_is_running, process, "ben's kernel started")
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert "run the same command again" in stderr
     assert not (out / "students" / "ben.json").exists()
-    runtime = json.loads((out / "work" / "ben" / "job.json").read_text())["runtime"]
+    runtime = json.loads(job.read_text())["runtime"]
     for marker in (str(out), runtime):
-        for _ in range(50):
+        for _ in range(600):  # the grader has stopped them; give a loaded machine time to reap them
             leftover = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
             if not leftover.stdout.strip():
                 break
             time.sleep(0.1)
-        assert leftover.stdout.strip() == "", f"processes outlived the interrupted run: {leftover.stdout}"
+        assert leftover.stdout.strip() == "", f"processes outlived the interrupted run:\n{described(leftover.stdout)}"
     assert not Path(runtime).exists()
 
-    result = run_grader(submissions, out, "--jobs", "1")
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "kept 1 student(s)" in result.stderr
+    process = run_grader(submissions, out, *options, env=env, wait=False)
+    open_gates(tmpdir, process, deadline=time.monotonic() + 600)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr[-2000:]
+    assert "kept 1 student(s)" in stderr
     rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
     most = full_marks()
     assert [(r["student"], r["score"], r["status"]) for r in rows] == [("ann", most, "graded"), ("ben", most, "graded")]
