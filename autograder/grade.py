@@ -58,7 +58,7 @@ from .defang import defang
 from .feedback import write_feedback
 from .gradebooks import GradebookError, check_gradebook, merge_gradebooks
 from .intake import IntakeError, Submission, collect
-from .limits import remove_tree
+from .limits import kill_naming, remove_tree
 from .notebook import read_notebook
 from .pool import WorkerPool
 from .progress import Progress, duration
@@ -261,7 +261,11 @@ class _Grader:
             limit = self.options.student_timeout
             code = self.pool.run(work / "job.json", limit + 300 + 30 * len(self.lessons) if limit else None)
         finally:
-            remove_tree(json.loads((work / "job.json").read_text())["runtime"])
+            # Normally nothing is left; after a worker was killed, a kernel it was starting may be.
+            runtime = json.loads((work / "job.json").read_text())["runtime"]
+            kill_naming(runtime)
+            remove_tree(runtime)
+            kill_naming(runtime)  # one that was between launcher and bubblewrap: its folder is gone now
         if self.pool.stopping:
             raise KeyboardInterrupt
         return self.store(submission, work, code)

@@ -10,6 +10,11 @@ is left and removes it.
 The only host folder a kernel may write is its connection folder (its sockets). Run as root,
 :func:`small_tmpfs` mounts a size-limited tmpfs there, so a kernel cannot fill the host's disk.
 
+A worker killed mid-student (interrupted, or over its time) cannot stop its kernels, and a
+kernel it was starting at that moment may have missed bubblewrap's ``--die-with-parent``: the
+launcher had not yet asked for it when its parent died. :func:`kill_naming` finds such kernels by
+the private folder every one of them names on its command line, and kills them.
+
 >>> pids_root() is None or pids_root().is_dir()
 True
 """
@@ -25,7 +30,8 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["pids_root", "process_group", "remove_group", "small_tmpfs", "unmount", "remove_tree", "NoProcessLimit"]
+__all__ = ["pids_root", "process_group", "remove_group", "small_tmpfs", "unmount", "remove_tree", "kill_naming",
+           "NoProcessLimit"]
 
 V2 = Path("/sys/fs/cgroup")
 V1 = Path("/sys/fs/cgroup/pids")
@@ -136,3 +142,42 @@ def remove_tree(path: str | os.PathLike) -> None:
             shutil.rmtree(root, onerror=writable)
         if not os.path.lexists(root):
             return
+
+
+def kill_naming(folder: str | os.PathLike, rounds: int = 50) -> int:
+    """SIGKILL every process of this machine whose command line names ``folder`` or a path in it;
+    how many were killed. Looks again until a look finds none (a launcher may exec meanwhile).
+
+    >>> kill_naming("/nonexistent/ctxlab-kernels-none")
+    0
+    """
+    roots = {os.path.abspath(folder), os.path.realpath(folder)}
+    killed, pause = 0, 0.002
+    for _ in range(rounds):
+        found = [pid for pid in _pids() if pid != os.getpid() and _names(pid, roots)]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return killed
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def _names(pid: int, roots: set[str]) -> bool:
+    """Whether process ``pid``'s command line names one of ``roots`` (a zombie's is empty)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return False
+    return any(arg == root or arg.startswith(root + os.sep) for arg in args for root in roots)

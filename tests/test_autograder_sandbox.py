@@ -139,3 +139,24 @@ def test_a_process_group_caps_the_processes_of_a_kernel():
     finally:
         remove_group(procs)
     assert not procs.parent.exists()
+
+
+def test_kernels_a_killed_worker_left_are_found_by_their_folder_and_killed(tmp_path):
+    """An orphan in a session of its own (as a kernel whose worker was killed while starting it)
+    dies; a process naming a folder that only shares the prefix is left alone."""
+    from autograder.limits import kill_naming
+
+    runtime, neighbour = tmp_path / "ctxlab-kernels-a", tmp_path / "ctxlab-kernels-ab"
+    sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
+    orphan = subprocess.Popen([*sleep, "--bind", str(runtime / "kernel-1"), str(runtime / "kernel-1")],
+                              start_new_session=True)
+    bystander = subprocess.Popen([*sleep, str(neighbour / "kernel-1")], start_new_session=True)
+    try:
+        assert kill_naming(runtime) == 1
+        assert orphan.wait(timeout=30) == -9
+        assert bystander.poll() is None
+        assert kill_naming(runtime) == 0
+    finally:
+        for process in (orphan, bystander):
+            process.kill()
+            process.wait()
