@@ -24,12 +24,11 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
 from hostile import require_sandbox
-from hostile.cases import CASES, LESSON, NOTEBOOK, Paths
+from hostile.cases import CASES, LESSON, NOTEBOOK, Paths, write_submission
 from support.pipeline import REPO, offline_env, solution_sources
 
 from autograder.sandbox import CHANNEL_DIR
@@ -52,23 +51,6 @@ def released_and_answers():
     released = json.loads((REPO / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
     answers = solution_sources(json.loads((REPO / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8")))
     return released, answers
-
-
-def write_submission(folder: Path, case, content) -> None:
-    if case.symlink_to:
-        (folder / case.student).mkdir()
-        (folder / case.student / NOTEBOOK).symlink_to(REPO / case.symlink_to)
-        return
-    data = content if isinstance(content, bytes) else json.dumps(content, indent=1).encode()
-    if case.layout == "zip":
-        with zipfile.ZipFile(folder / f"{case.student}.zip", "w") as archive:
-            archive.writestr(f"{case.student}-submission/{LESSON}/{NOTEBOOK}", data)
-    elif case.layout == "flat":
-        (folder / case.student).mkdir()
-        (folder / case.student / NOTEBOOK).write_bytes(data)
-    else:
-        (folder / case.student / LESSON).mkdir(parents=True)
-        (folder / case.student / LESSON / NOTEBOOK).write_bytes(data)
 
 
 def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
@@ -128,14 +110,12 @@ def graded(tmp_path_factory):
         write_submission(submissions, case, case.build(released, answers, paths))
     (submissions / "README.txt").write_text("exported from the course's LMS")
     before = snapshot(submissions)
-    started = time.monotonic()
-    result = run_grader(submissions, out)
-    elapsed = time.monotonic() - started
+    result = run_grader(submissions, out)  # its wall time is measured in bench/bench_hostile.py
     listener.close()
     students = {p.stem: json.loads(p.read_text()) for p in (out / "students").glob("*.json")}
     rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
     return {
-        "result": result, "elapsed": elapsed, "out": out, "submissions": submissions, "before": before,
+        "result": result, "out": out, "submissions": submissions, "before": before,
         "students": students, "rows": rows, "summary": (out / "summary.md").read_text(), "listener": listener,
     }
 
@@ -266,10 +246,6 @@ def test_a_second_run_keeps_every_grade(graded):
     assert snapshot(out / "students") == records
 
 
-def test_the_batch_stays_within_its_time_budget(graded):
-    assert graded["elapsed"] < 480, f"grading the hostile class took {graded['elapsed']:.0f} s"
-
-
 # Ben's notebook waits, in a cell of his own before any answer, until a file named GATE appears in
 # the judge's channel folder: the one host folder a learner's kernel sees (read-only, at
 # autograder.sandbox.CHANNEL_DIR) and the test can write. The test opens that gate only after it
@@ -375,17 +351,21 @@ def test_an_interrupted_run_resumes_with_the_same_grades(tmp_path, short_tmpdir)
 
 
 def test_a_student_who_spends_the_time_limit_keeps_what_ran(tmp_path):
-    """Cells that each sleep just under the cell timeout, after every answer and test: the student's
-    time runs out, the rest is not run, and everything that ran keeps its score."""
+    """Cells that each sleep under the cell timeout, after every answer and test: the student's
+    time runs out, the rest is not run, and everything that ran keeps its score.
+
+    The margins are wide so that the machine's load cannot decide the outcome: the answers and
+    tests take a few seconds of the 60 allowed (bench/bench_hostile.py grades a solution in about
+    2.5 s of a worker's time), and each 15 s sleep has 10 s to spare under its cell's 25 s."""
     require_sandbox()
     from hostile.cases import at_end, solved
 
     released, answers = released_and_answers()
     submissions, out = tmp_path / "submissions", tmp_path / "out"
     (submissions / "sleepy" / LESSON).mkdir(parents=True)
-    notebook = at_end(solved(released, answers), *["import time\ntime.sleep(9)"] * 8)
+    notebook = at_end(solved(released, answers), *["import time\ntime.sleep(15)"] * 5)
     (submissions / "sleepy" / LESSON / NOTEBOOK).write_text(json.dumps(notebook))
-    result = run_grader(submissions, out, "--student-timeout", "45")
+    result = run_grader(submissions, out, "--student-timeout", "60", "--cell-timeout", "25")
     assert result.returncode == 0, result.stderr[-2000:]
     (row,) = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
     assert (row["score"], row["status"], row["attention"]) == (full_marks(), "graded", "yes"), row

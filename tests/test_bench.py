@@ -213,3 +213,14 @@ def test_counting_bench_runs_on_the_recordings(bench, tmp_path, monkeypatch):
     assert len(rows) == 60
     counted = [row for row in rows if isinstance(row["ctxlab"], int)]
     assert len(counted) > 30 and all(row["cookbook"] is None or row["cookbook"] > 0 for row in rows)
+
+
+@pytest.mark.slow
+def test_the_lessons_benchmark_runs_a_lesson_and_says_so(bench, tmp_path):
+    """bench_lessons' quick run: lesson 01 executed, its time reported (no threshold asserted)."""
+    import bench_lessons
+
+    section = bench_lessons.main(tmp_path, quick=True)
+    report = json.loads((tmp_path / "lessons.json").read_text(encoding="utf-8"))
+    assert list(report["seconds"]) == ["01-budget"] and report["seconds"]["01-budget"] > 0
+    assert section.startswith("## Running the lessons") and "| 01-budget |" in section

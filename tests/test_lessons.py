@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import nbformat
@@ -183,15 +182,16 @@ def test_course_has_no_solutions_or_hidden_tests(lesson):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_solution_executes_offline_in_under_a_minute(lesson, monkeypatch):
+def test_solution_executes_offline(lesson, monkeypatch):
+    """Every cell runs without an error and with no network. How long it takes (target: under a
+    minute) is measured in bench/bench_lessons.py: a timed assertion here would let the
+    machine's load decide the test."""
     for key, value in offline_env().items():
         monkeypatch.setenv(key, value)
     path = notebook_of(REPO / "solutions" / lesson)
     notebook = nbformat.read(path, as_version=4)
-    started = time.perf_counter()
-    NotebookClient(notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    elapsed = time.perf_counter() - started
-    assert elapsed < 60, f"{lesson} took {elapsed:.0f} s"
+    # A hang guard, not a speed target.
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
 

@@ -17,8 +17,10 @@ says where the defence is only partial, as the instructor guide does.
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 
@@ -69,6 +71,24 @@ class Case:
     limits: str = ""
     symlink_to: str | None = None
     guide: str = ""  # where autograder/README.md explains the limit
+
+
+def write_submission(folder: Path, case: Case, content) -> None:
+    """Write ``case``'s submission into the class folder ``folder``, in the case's layout."""
+    if case.symlink_to:
+        (folder / case.student).mkdir()
+        (folder / case.student / NOTEBOOK).symlink_to(Path(__file__).resolve().parents[2] / case.symlink_to)
+        return
+    data = content if isinstance(content, bytes) else json.dumps(content, indent=1).encode()
+    if case.layout == "zip":
+        with zipfile.ZipFile(folder / f"{case.student}.zip", "w") as archive:
+            archive.writestr(f"{case.student}-submission/{LESSON}/{NOTEBOOK}", data)
+    elif case.layout == "flat":
+        (folder / case.student).mkdir()
+        (folder / case.student / NOTEBOOK).write_bytes(data)
+    else:
+        (folder / case.student / LESSON).mkdir(parents=True)
+        (folder / case.student / LESSON / NOTEBOOK).write_bytes(data)
 
 
 def cell(source: str, kind: str = "code") -> dict:
