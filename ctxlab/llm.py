@@ -93,45 +93,56 @@ def summary_model() -> str:
 
 
 def get_client(*, timeout: float = 60.0) -> Any:
-    """The client the course uses: ``openai.OpenAI`` with a key, else the offline summariser.
+    """The client the course uses: ``openai.OpenAI`` when a key or a server is named, else the
+    offline summariser.
 
-    With ``OPENAI_API_KEY`` set it returns ``openai.OpenAI(api_key=..., base_url=
-    OPENAI_BASE_URL or the default, timeout=timeout, max_retries=0)``: retries are left to
-    :func:`complete`, which bounds them and reports the outcome. Without a key it returns an
+    With ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` set it returns ``openai.OpenAI(api_key=...,
+    base_url=OPENAI_BASE_URL or the default, timeout=timeout, max_retries=0)``. A base URL alone
+    is a local OpenAI-compatible server (llama.cpp, vLLM, Ollama), which needs no key: the client
+    is given the placeholder key :data:`LOCAL_SERVER_KEY`. Retries are left to :func:`complete`,
+    which bounds them and reports the outcome. With neither set it returns an
     :class:`OfflineSummariser`, so nothing reaches the network; its summaries carry the label
-    ``CTXLAB_OFFLINE_LABEL`` names, when that is set.
+    ``CTXLAB_OFFLINE_LABEL`` names, when that is set. :func:`describe_client` says which is in use.
 
-    >>> type(get_client()).__name__ if not os.environ.get("OPENAI_API_KEY") else "OfflineSummariser"
+    >>> real = os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    >>> type(get_client()).__name__ if not real else "OfflineSummariser"
     'OfflineSummariser'
     """
-    key = os.environ.get("OPENAI_API_KEY")
-    if not key:
+    key, base_url = os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL") or None
+    if not key and not base_url:
         return OfflineSummariser(label=os.environ.get(OFFLINE_LABEL_VARIABLE) or None)
     try:
         import openai
     except ImportError as err:  # pragma: no cover - openai is a dependency of ctxlab
-        raise ImportError("OPENAI_API_KEY is set but the openai package is missing: run `pip install openai`") from err
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
-    return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+        raise ImportError("OPENAI_API_KEY or OPENAI_BASE_URL is set but the openai package is missing: "
+                          "run `pip install openai`") from err
+    return openai.OpenAI(api_key=key or LOCAL_SERVER_KEY, base_url=base_url, timeout=timeout, max_retries=0)
+
+
+LOCAL_SERVER_KEY = "no-key-local-server"  # what get_client() sends a server named by OPENAI_BASE_URL alone
 
 
 def describe_client(client: Any = None) -> str:
     """One line saying which summariser is in use (``client``, or what :func:`get_client` gives).
 
     >>> describe_client(OfflineSummariser())
-    'offline summariser (deterministic, no network; set OPENAI_API_KEY to use a real model)'
+    'offline summariser (deterministic, no network; set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server, to use a real model)'
     """
-    if client is None and not os.environ.get("OPENAI_API_KEY"):
+    real = os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    if client is None and not real:
         client = OfflineSummariser()
     if isinstance(client, OfflineSummariser):
-        return "offline summariser (deterministic, no network; set OPENAI_API_KEY to use a real model)"
+        return ("offline summariser (deterministic, no network; set OPENAI_API_KEY, or OPENAI_BASE_URL "
+                "for a local server, to use a real model)")
     if isinstance(client, ScriptedClient):
         return f"scripted test client ({len(client.replies)} replies left)"
     if client is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        keyed = bool(os.environ.get("OPENAI_API_KEY"))
     else:
         base_url = str(getattr(client, "base_url", "an unknown endpoint"))
-    return f"OpenAI-compatible API at {base_url}, model {summary_model()}"
+        keyed = getattr(client, "api_key", None) != LOCAL_SERVER_KEY
+    return f"OpenAI-compatible API at {base_url}{'' if keyed else ' (no key)'}, model {summary_model()}"
 
 
 # --- replies, as the openai client shapes them ------------------------------------------------

@@ -145,6 +145,28 @@ def test_with_a_key_the_real_client_honours_base_url_and_model(real_client):
         assert "test-summary-model" in ctxlab.llm.describe_client()
 
 
+def test_a_base_url_alone_is_a_local_server_that_needs_no_key(monkeypatch):
+    """A learner who points OPENAI_BASE_URL at a local server gets it, not the offline summariser."""
+    import openai
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with CompatibleServer(("reply", SUMMARY)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        client = ctxlab.get_client(timeout=2.0)
+        try:
+            assert isinstance(client, openai.OpenAI)
+            assert str(client.base_url).rstrip("/") == server.base_url
+            assert client.api_key == ctxlab.llm.LOCAL_SERVER_KEY
+            assert ctxlab.llm.describe_client(client).startswith(f"OpenAI-compatible API at {server.base_url}")
+            assert "(no key)" in ctxlab.llm.describe_client()
+            summary = ctxlab.compact(client, dropped_laps(), PRIOR)
+        finally:
+            client.close()
+    assert summary == SUMMARY
+    assert len(server.requests) == 1
+    assert server.headers[0]["authorization"] == f"Bearer {ctxlab.llm.LOCAL_SERVER_KEY}"
+
+
 def test_the_request_carries_the_roll_up_prompt_temperature_zero_and_the_model(real_client):
     with CompatibleServer(("reply", SUMMARY)) as server:
         client = real_client(server)
