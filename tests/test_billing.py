@@ -123,6 +123,16 @@ def _count(recorded) -> int | str:
         return f"refused: {err}"
 
 
+def test_a_cache_hit_is_1024_tokens_and_then_steps_of_128(shared):
+    """What lesson 06 prices a served prefix by: every non-zero cached_tokens the API reported is
+    1,024 plus a multiple of 128, but two that read 1, both from one project's token-count tests.
+    The lesson quotes these counts (27 of 29): a change in the recordings must reach its text."""
+    served = [(label, n) for label, n in recordings.cached_tokens() if n]
+    off = [label for label, n in served if n < 1024 or n % 128]
+    assert (len(served) - len(off), len(served)) == (27, 29), served
+    assert all("Arize-ai/openinference" in label and "token_counts" in label.lower() for label in off), off
+
+
 def test_the_recordings_are_what_their_readme_says(shared):
     assert len(shared) == 1219
     kinds = [r.kind for r in shared]

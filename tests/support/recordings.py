@@ -110,6 +110,22 @@ def shared() -> Iterator[Recorded]:
                 yield from_row(json.loads(text), line=number)
 
 
+def cached_tokens() -> Iterator[tuple[str, int]]:
+    """``(label, usage.prompt_tokens_details.cached_tokens)`` for every recorded response that
+    reports it, in both shared files (the second, ``openai-chat-more.jsonl``, when present)."""
+    for name in (FILE, "openai-chat-more.jsonl"):
+        path = recordings_folder() / name
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8") as lines:
+            for text in lines:
+                if text.strip():
+                    row = json.loads(text)
+                    details = (row.get("usage") or {}).get("prompt_tokens_details") or {}
+                    if "cached_tokens" in details:
+                        yield f"{row['repo']} {row['path']} #{row['index']}", details["cached_tokens"]
+
+
 def real() -> Iterator[Recorded]:
     """The requests behind ``data/real/`` (read with :func:`ctxlab.course.transcripts.load_real`): each
     file's messages, less the reply ``convert.py`` appended to those that end in one, with its
