@@ -544,17 +544,21 @@ def _pad_key(pad: Any) -> tuple | None:
     True
     >>> _pad_key(Scratchpad(goal="g", done=["read a"])) == _pad_key(Scratchpad(goal="g", remaining=["read a"]))
     False
+    >>> _pad_key(Scratchpad(goal="g", failed={"f {}": "x"})) == _pad_key(Scratchpad(goal="g", retry_later={"f {}": "x"}))
+    False
     """
     if pad.__class__ is not Scratchpad:
         return None
-    facts, failed, lists = pad.facts, pad.failed, (pad.done, pad.remaining, pad.open_questions)
-    if facts.__class__ is not dict or failed.__class__ is not dict or any(x.__class__ is not list for x in lists):
+    facts, failed, later = pad.facts, pad.failed, pad.retry_later
+    lists = (pad.done, pad.remaining, pad.open_questions)
+    if any(x.__class__ is not dict for x in (facts, failed, later)) or any(x.__class__ is not list for x in lists):
         return None
-    flat = (pad.goal, *facts, *facts.values(), *failed, *failed.values(), *lists[0], *lists[1], *lists[2])
+    flat = (pad.goal, *facts, *facts.values(), *failed, *failed.values(), *later, *later.values(),
+            *lists[0], *lists[1], *lists[2])
     for item in flat:
         if item.__class__ is not str:
             return None
-    return flat, len(facts), len(failed), len(lists[0]), len(lists[1])
+    return flat, len(facts), len(failed), len(later), len(lists[0]), len(lists[1])
 
 
 def _needs_deep_copy(message: Mapping[str, Any]) -> bool:

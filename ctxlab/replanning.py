@@ -111,8 +111,8 @@ def replan_message(pad: Scratchpad) -> dict[str, Any]:
     """The message that asks the model to restate its plan from ``pad`` (role ``user``).
 
     Its content is :data:`REPLAN_HEADER`, then ``GOAL: <goal>``, then the ``REMAINING`` steps
-    in order (next step first) and the ``DO NOT RETRY`` lines, each section after a blank line
-    and left out when empty. Facts and DONE lines stay in the scratchpad message: this one is
+    in order (next step first), the ``DO NOT RETRY`` lines and the ``RETRY LATER`` lines, each
+    section after a blank line and left out when empty. Facts and DONE lines stay in the scratchpad message: this one is
     short on purpose, the plan and its limits. Call it directly at a phase boundary too (before
     a long sub-task, or after one), where no memory event says the context changed.
 
@@ -122,7 +122,7 @@ def replan_message(pad: Scratchpad) -> dict[str, Any]:
     if not isinstance(pad, Scratchpad):
         raise TypeError(f"replan_message needs a ctxlab.Scratchpad, got {type(pad).__name__}")
     parts = [f"{REPLAN_HEADER}\nGOAL: {pad.goal.strip()}"]
-    for section, heading in (("remaining", "REMAINING"), ("failed", "DO NOT RETRY")):
+    for section, heading in (("remaining", "REMAINING"), ("failed", "DO NOT RETRY"), ("retry_later", "RETRY LATER")):
         lines = pad.lines(section)
         if lines:
             parts.append(f"{heading}:\n" + "\n".join(lines))

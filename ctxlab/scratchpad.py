@@ -1,10 +1,15 @@
 """Working memory: a small structured state kept by code, outside the transcript.
 
 The transcript records what happened; the scratchpad says where the task stands. It holds the
-goal, the facts established so far, what is done and what remains, every tool call that
-failed (rendered as DO NOT RETRY) and the open questions. Code updates it after every tool
-result (:func:`update_scratchpad`), deterministically, so a failure is recorded the first time
-it happens, whatever the model noticed. It is rendered as the **last** message of every
+goal, the facts established so far, what is done and what remains, the tool calls that failed
+and the open questions. Code updates it after every tool result (:func:`update_scratchpad`),
+deterministically, so a failure is recorded the first time it happens, whatever the model
+noticed. Failures are of two kinds (:func:`retry_when`): a **permanent** one (not found,
+invalid arguments, no permission) goes under DO NOT RETRY, since the same call will fail the
+same way; a **transient** one (a timeout, a rate limit, a server error) goes under RETRY LATER
+with when it may be tried again, since the same call may well succeed then. Calls are matched
+by name and canonical arguments (:func:`call_signature`), so key order and spacing do not
+hide a repeat. It is rendered as the **last** message of every
 prompt (models use the end of a long prompt more reliably than its middle: Liu et al., 2023,
 https://arxiv.org/abs/2307.03172), and it is bounded: ``render(max_tokens=...)`` sheds the
 lowest-priority lines first and never the goal or the failures.
@@ -13,17 +18,23 @@ lowest-priority lines first and never the goal or the failures.
 >>> call = {"id": "c1", "type": "function",
 ...         "function": {"name": "issue_refund", "arguments": '{"order": "FH-1"}'}}
 >>> update_scratchpad(pad, call, '{"error": "refund_declined", "message": "card closed"}')
-Scratchpad(goal='Refund order FH-1 in full', facts={}, done=[], remaining=[], failed={'issue_refund {"order": "FH-1"}': 'refund_declined: card closed'}, open_questions=[])
+Scratchpad(goal='Refund order FH-1 in full', facts={}, done=[], remaining=[], failed={'issue_refund {"order": "FH-1"}': 'refund_declined: card closed'}, open_questions=[], retry_later={})
+>>> lookup = {"id": "c2", "type": "function", "function": {"name": "get_order", "arguments": '{"order": "FH-1"}'}}
+>>> _ = update_scratchpad(pad, lookup, '{"error": "rate_limited", "retry_after": 30}', step=4)
 >>> print(pad.render())
 GOAL: Refund order FH-1 in full
 <BLANKLINE>
 DO NOT RETRY:
 - issue_refund {"order": "FH-1"}: refund_declined: card closed
+<BLANKLINE>
+RETRY LATER:
+- get_order {"order": "FH-1"}: rate_limited (retry_after=30) (lap 4); may be retried after 30 s
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -39,6 +50,7 @@ __all__ = [
     "SCRATCHPAD_HEADER",
     "update_scratchpad",
     "call_signature",
+    "retry_when",
     "is_scratchpad_message",
 ]
 
@@ -47,13 +59,15 @@ SECTIONS = (
     ("done", "DONE"),
     ("remaining", "REMAINING"),
     ("failed", "DO NOT RETRY"),
+    ("retry_later", "RETRY LATER"),
     ("open_questions", "OPEN QUESTIONS"),
 )
 """The sections after the goal, in the order they are rendered: (field, heading)."""
 
-SHED_ORDER = ("done", "open_questions", "facts", "remaining")
+SHED_ORDER = ("done", "retry_later", "open_questions", "facts", "remaining")
 """Which lines a bounded render gives up first. DONE is history the transcript also holds;
-open questions come next; facts are what the run has learnt; the remaining plan goes last.
+a RETRY LATER line only delays a call that may succeed anyway; open questions come next; facts
+are what the run has learnt; the remaining plan goes last.
 Within a section the oldest lines go first, except REMAINING, which loses its furthest-out
 steps first. The goal and the failures are never shed."""
 
@@ -83,8 +97,9 @@ def _clip(text: str, limit: int) -> str:
 class Scratchpad:
     """The agent's working memory: goal, facts, done, remaining, failures, open questions.
 
-    ``facts`` and ``failed`` are dicts (a fact or a failed call is recorded once, under its
-    key); the other sections are lists of one-line items. :meth:`render` prints the goal
+    ``facts``, ``failed`` (permanent failures: DO NOT RETRY) and ``retry_later`` (transient
+    ones, with when they may be retried) are dicts: a fact or a failed call is recorded once,
+    under its key. The other sections are lists of one-line items. :meth:`render` prints the goal
     first and then each non-empty section in a fixed order (:data:`SECTIONS`).
 
     >>> pad = Scratchpad(goal="Find why the export failed", remaining=["read the 02:00 logs"])
@@ -105,6 +120,7 @@ class Scratchpad:
     remaining: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     open_questions: list[str] = field(default_factory=list)
+    retry_later: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():
@@ -248,6 +264,7 @@ class Scratchpad:
             remaining=list(data.get("remaining", [])),
             failed=dict(data.get("failed", {})),
             open_questions=list(data.get("open_questions", [])),
+            retry_later=dict(data.get("retry_later", {})),
         )
 
 
@@ -283,6 +300,75 @@ def _failure(result: Any) -> str | None:
     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
     reason = failure_of(text)
     return None if reason is None else _clip(reason, REASON_CHARS)
+
+
+_TRANSIENT = re.compile(
+    r"time[ _-]?d?[ _-]?out|rate[ _-]?limit|too[ _-]?many[ _-]?requests|throttl|overload|unavailable|"
+    r"temporar|try[ _-]?again|retry[ _-]?later|server[ _-]?error|internal[ _-]?error|bad[ _-]?gateway|"
+    r"gateway[ _-]?time|connection[ _-]?(?:reset|refused|error)",
+    re.IGNORECASE,
+)
+_RETRY_AFTER = re.compile(r"retry[ _-]?after\D{0,12}?(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?\b",
+                          re.IGNORECASE)
+_STATUS_KEYS = ("status", "status_code", "http_status", "code")
+_AFTER_KEYS = (("retry_after_ms", 0.001), ("retry_after", 1.0), ("retry_after_s", 1.0), ("retry_after_seconds", 1.0))
+
+
+def retry_when(result: Any) -> str | None:
+    """When a failed call may be tried again: ``"after N s"`` or ``"later"`` for a **transient**
+    failure, ``None`` for a **permanent** one (or a success).
+
+    Transient: the result says ``"retryable": true``; or its status is 429 or 5xx; or its error
+    or message names a timeout, a rate limit, an overloaded or unavailable service, a server or
+    gateway error, or asks to try again. Permanent: everything else that failed, such as not
+    found, invalid arguments, no permission, a declined payment, or an explicit
+    ``"retryable": false``. The wait comes from a ``retry_after`` field (seconds;
+    ``retry_after_ms`` in milliseconds) or a "retry after N s" in the text.
+
+    >>> retry_when('{"error": "rate_limited", "message": "Retry after 60 s."}')
+    'after 60 s'
+    >>> retry_when('{"error": "upstream", "status": 503}'), retry_when("Error: request timed out")
+    ('later', 'later')
+    >>> retry_when('{"error": "not_found", "status": 404}') is None, retry_when('{"ok": true}') is None
+    (True, True)
+    """
+    if _failure(result) is None:
+        return None
+    data = _parse(result)
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    wait = None
+    if isinstance(data, Mapping):
+        error = data.get("error")
+        fields = {**data, **error} if isinstance(error, Mapping) else dict(data)
+        retryable = fields.get("retryable")
+        if retryable is False:
+            return None
+        for key, scale in _AFTER_KEYS:
+            value = fields.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                wait = value * scale
+                break
+        statuses = [fields.get(key) for key in _STATUS_KEYS]
+        numbers = [int(s) for s in statuses if isinstance(s, int) and not isinstance(s, bool)]
+        numbers += [int(s) for s in statuses if isinstance(s, str) and s.isdigit()]
+        transient = retryable is True or any(n == 429 or 500 <= n <= 599 for n in numbers)
+        if not transient and any(400 <= n <= 499 for n in numbers):
+            return None  # the request itself was wrong: the same call fails the same way
+        words = " ".join(str(fields.get(key, "")) for key in ("error", "type", "code", "message", "detail"))
+        transient = transient or bool(_TRANSIENT.search(words))
+    else:
+        transient = bool(_TRANSIENT.search(text))
+    if not transient:
+        return None
+    if wait is None:
+        match = _RETRY_AFTER.search(text)
+        if match:
+            unit = (match[2] or "s").lower()
+            scale = 0.001 if unit.startswith(("ms", "milli")) else 60 if unit.startswith("m") else 1
+            wait = float(match[1]) * scale
+    if wait is None:
+        return "later"
+    return f"after {wait:g} s"
 
 
 def _gist(result: Any) -> str:
@@ -336,13 +422,16 @@ def update_scratchpad(
 ) -> Scratchpad:
     """Record one tool call and its result in ``pad`` (in place) and return ``pad``.
 
-    * A failure goes under DO NOT RETRY, keyed by the call's name and canonical arguments:
+    * A failure is keyed by the call's name and canonical arguments (:func:`call_signature`):
       the same failing call is recorded once, however often it fails. A result is a failure
       by the rule of :func:`ctxlab.summarising.failure_of` (an object with a truthy ``"error"``, or
       ``"ok": false``, or text that starts with ``Error`` or a traceback), the rule the
-      summaries use too.
+      summaries use too. A permanent failure goes under DO NOT RETRY; a transient one
+      (:func:`retry_when`) under RETRY LATER, with when it may be tried again, unless the same
+      call has already failed for good.
     * A success adds one short line to DONE (the call and the gist of its result, never the
-      whole result), and clears an earlier failure of the same call.
+      whole result), and clears a RETRY LATER line of the same call, or a DO NOT RETRY line
+      (the world changed: the call works now).
     * ``extract(call, result)``, when given, returns facts to record under ESTABLISHED.
 
     Deterministic: the same calls and results always give the same scratchpad. ``step``
@@ -360,9 +449,15 @@ def update_scratchpad(
     where = f" (lap {step})" if step is not None else ""
     reason = _failure(result)
     if reason is not None:
-        pad.failed.setdefault(signature, reason + where)
+        when = retry_when(result)
+        if when is None:
+            pad.retry_later.pop(signature, None)
+            pad.failed.setdefault(signature, reason + where)
+        elif signature not in pad.failed:
+            pad.retry_later[signature] = f"{reason}{where}; may be retried {when}"
         return pad
     pad.failed.pop(signature, None)
+    pad.retry_later.pop(signature, None)
     pad.done.append(f"{_clip(signature, GIST_CHARS)} -> {_gist(result)}{where}")
     if extract is not None:
         for key, value in extract(call, result).items():

@@ -147,11 +147,70 @@ def test_a_success_adds_one_short_done_line_and_clears_an_earlier_failure():
     pad = ctxlab.Scratchpad(goal="g")
     call = tool_call("read_page", url="https://x.example")
     ctxlab.scratchpad.update_scratchpad(pad, call, "Error: timeout", step=3)
-    assert pad.failed
+    assert pad.retry_later == {'read_page {"url": "https://x.example"}': "Error: timeout (lap 3); may be retried later"}
     page = "URL: https://x.example\nTitle: Heat pumps in the cold\n" + "body text " * 2_000
     ctxlab.scratchpad.update_scratchpad(pad, call, page, step=4)
-    assert pad.failed == {}
+    assert pad.failed == {} and pad.retry_later == {}
     assert pad.done == ['read_page {"url": "https://x.example"} -> Title: Heat pumps in the cold (lap 4)']
+
+
+@pytest.mark.parametrize(
+    "result, when",
+    [
+        # transient: the same call may succeed later
+        ('{"error": "rate_limited", "message": "Retry after 60 s."}', "after 60 s"),
+        ({"error": "rate_limited", "retry_after": 30}, "after 30 s"),
+        ({"error": "throttled", "retry_after_ms": 1500}, "after 1.5 s"),
+        ({"error": {"code": "overloaded", "message": "try again in a minute"}}, "later"),
+        ({"error": "upstream", "status": 503}, "later"),
+        ({"error": "upstream", "status_code": "502"}, "later"),
+        ({"error": "quota", "status": 429, "message": "retry after 2 minutes"}, "after 120 s"),
+        ({"error": "boom", "retryable": True}, "later"),
+        ("Error: request timed out after 30 s", "later"),
+        ("Error: connection reset by peer", "later"),
+        ({"error": "gateway_timeout"}, "later"),
+        # permanent: the same call fails the same way
+        ({"error": "not_found", "status": 404}, None),
+        ({"error": "invalid_arguments", "message": "url is required"}, None),
+        ({"error": "permission_denied", "status": 403}, None),
+        ({"error": "timeout", "retryable": False}, None),
+        ({"error": "bad_request", "status": 400, "message": "request timed out?"}, None),
+        ("Error: permission denied", None),
+        ("Traceback (most recent call last):\n  File \"x.py\"\nKeyError: 'sku'", None),
+        # not a failure at all
+        ({"ok": True, "message": "timeout raised to 60 s"}, None),
+    ],
+)
+def test_a_failure_is_transient_or_permanent(result, when):
+    assert ctxlab.scratchpad.retry_when(result) == when
+
+
+def test_a_transient_failure_is_a_retry_later_line_and_a_permanent_one_do_not_retry():
+    pad = ctxlab.Scratchpad(goal="g")
+    search = tool_call("search", q="heat pumps")
+    fetch = tool_call("fetch_pdf", url="https://x.example/a.pdf")
+    ctxlab.scratchpad.update_scratchpad(pad, search, {"error": "rate_limited", "retry_after": 60}, step=2)
+    ctxlab.scratchpad.update_scratchpad(pad, fetch, {"error": "http_403", "status": 403, "message": "paywall"}, step=3)
+    assert pad.failed == {'fetch_pdf {"url": "https://x.example/a.pdf"}': "http_403 (status=403): paywall (lap 3)"}
+    assert list(pad.retry_later) == ['search {"q": "heat pumps"}']
+    assert pad.retry_later['search {"q": "heat pumps"}'].endswith("(lap 2); may be retried after 60 s")
+    _, sections = parse(pad.render())
+    assert sections["retry_later"] == pad.lines("retry_later") and sections["failed"] == pad.lines("failed")
+    # a retry that fails transiently again updates its line; one that fails for good moves it
+    ctxlab.scratchpad.update_scratchpad(pad, search, {"error": "timeout"}, step=5)
+    assert pad.retry_later['search {"q": "heat pumps"}'] == "timeout (lap 5); may be retried later"
+    ctxlab.scratchpad.update_scratchpad(pad, search, {"error": "invalid_query", "status": 400}, step=6)
+    assert 'search {"q": "heat pumps"}' in pad.failed and pad.retry_later == {}
+    # a call that failed for good stays under DO NOT RETRY, whatever a later attempt says
+    ctxlab.scratchpad.update_scratchpad(pad, fetch, {"error": "upstream", "status": 503}, step=7)
+    assert pad.retry_later == {} and pad.failed['fetch_pdf {"url": "https://x.example/a.pdf"}'].endswith("(lap 3)")
+
+
+def test_the_same_call_with_other_spacing_or_key_order_is_the_same_failure():
+    pad = ctxlab.Scratchpad(goal="g")
+    for arguments in ('{"url": "u", "page": 2}', '{"page":2,"url":"u"}', '{ "url" : "u" ,\n "page" : 2 }'):
+        ctxlab.scratchpad.update_scratchpad(pad, {"function": {"name": "fetch", "arguments": arguments}}, {"error": "not_found"})
+    assert pad.failed == {'fetch {"page": 2, "url": "u"}': "not_found"}
 
 
 def test_update_is_deterministic_and_bounded_per_call():
@@ -244,6 +303,7 @@ pads = st.builds(
     remaining=st.lists(words, max_size=6),
     failed=st.dictionaries(words, words, max_size=3),
     open_questions=st.lists(words, max_size=4),
+    retry_later=st.dictionaries(words, words, max_size=3),
 )
 
 
