@@ -34,7 +34,7 @@ import copy
 
 
 def update_scratchpad(pad, call, result):
-    key = f"{call['function']['name']} {call['function']['arguments']}"
+    key = f"{call['function']['name']} {json.dumps(json.loads(call['function']['arguments']), sort_keys=True)}"
     data = result
     if isinstance(result, str):
         try:
@@ -43,14 +43,23 @@ def update_scratchpad(pad, call, result):
             data = result
     if isinstance(data, dict) and data.get("error"):
         reason = f"{data['error']}: {data['message']}" if data.get("message") else str(data["error"])
-        pad.failed.setdefault(key, reason)
+        status = data.get("status")
+        if data["error"] in ("timeout", "rate_limited") or (isinstance(status, int) and (status == 429 or status >= 500)):
+            wait = data.get("retry_after")
+            when = f"retry after {wait} s" if isinstance(wait, (int, float)) and not isinstance(wait, bool) else "retry later"
+            pad.retry_later[key] = f"{reason} ({when})"
+        else:
+            pad.failed.setdefault(key, reason)
         return pad
     pad.failed.pop(key, None)
+    pad.retry_later.pop(key, None)
     text = result if isinstance(result, str) else json.dumps(result)
     first_line = next((line for line in text.splitlines() if line.strip()), "")
     pad.done.append(f"{key} -> {first_line[:80]}")
     return pad
 '''
+
+KEY = "key = f\"{call['function']['name']} {json.dumps(json.loads(call['function']['arguments']), sort_keys=True)}\""
 
 BOUNDED = '''
 import copy
@@ -177,10 +186,10 @@ WRONG_ANSWERS = [
          **update(("data = json.loads(result)", "data = result"))),
     dict(name="failures-keyed-by-call-id",
          fails=["update-scratchpad-visible", "update-scratchpad-failure-once"],
-         **update(("key = f\"{call['function']['name']} {call['function']['arguments']}\"", 'key = call["id"]'))),
+         **update((KEY, 'key = call["id"]'))),
     dict(name="key-is-the-tool-name-only",
          fails=["update-scratchpad-visible", "update-scratchpad-key-has-arguments"],
-         **update(("key = f\"{call['function']['name']} {call['function']['arguments']}\"", "key = call['function']['name']"))),
+         **update((KEY, "key = call['function']['name']"))),
     dict(name="error-key-means-failure", fails=["update-scratchpad-truthy-error-only"],
          **update(('isinstance(data, dict) and data.get("error")', 'isinstance(data, dict) and "error" in data'))),
     dict(name="reason-drops-the-message",
@@ -215,6 +224,17 @@ WRONG_ANSWERS = [
          **update(('pad.done.append(f"{key} -> {first_line[:80]}")', 'pad.done.append(f"{key} -> {text}")'))),
     dict(name="success-keeps-old-failure", fails=["update-scratchpad-success-clears-failure"],
          **update(("    pad.failed.pop(key, None)\n", ""))),
+    dict(name="every-failure-never-retried", fails=["update-scratchpad-transient-retry-later"],
+         **update(('if data["error"] in ("timeout", "rate_limited") or', 'if False and'))),
+    dict(name="transient-by-error-name-only", fails=["update-scratchpad-transient-retry-later"],
+         **update((' or (isinstance(status, int) and (status == 429 or status >= 500))', ''))),
+    dict(name="retry-after-ignored", fails=["update-scratchpad-transient-retry-later"],
+         **update(('when = f"retry after {wait} s" if isinstance(wait, (int, float)) and not isinstance(wait, bool) else "retry later"',
+                   'when = "retry later"'))),
+    dict(name="first-transient-failure-kept", fails=["update-scratchpad-transient-retry-later"],
+         **update(('pad.retry_later[key] = f"{reason} ({when})"', 'pad.retry_later.setdefault(key, f"{reason} ({when})")'))),
+    dict(name="success-keeps-retry-later", fails=["update-scratchpad-transient-retry-later"],
+         **update(("    pad.retry_later.pop(key, None)\n", ""))),
     dict(name="returns-a-new-pad", fails=["update-scratchpad-in-place-and-returned"],
          **update(("    key = f\"", "    pad = copy.deepcopy(pad)\n    key = f\""))),
     dict(name="forgets-to-return-the-pad", fails=["update-scratchpad-in-place-and-returned"],
@@ -346,12 +366,10 @@ def render_bounded(pad, max_tokens):
                    '            done.append(f"- {self.done.pop(0)}")\n'),
                   ('("DONE", [f"- {item}" for item in self.done])', '("DONE", done)'))),
     # update_scratchpad: the key as given, the first reason, empty results, JSON text, one key cleared
-    dict(name="re-serialises-the-arguments", fails=["update-scratchpad-key-has-arguments"],
-         **update(("    key = f\"{call['function']['name']} {call['function']['arguments']}\"\n",
-                   "    args = call['function']['arguments']\n"
-                   "    try:\n        args = json.dumps(json.loads(args))\n"
-                   "    except (TypeError, json.JSONDecodeError):\n        pass\n"
-                   "    key = f\"{call['function']['name']} {args}\"\n"))),
+    dict(name="key-holds-the-arguments-as-given", fails=["update-scratchpad-key-has-arguments"],
+         **update((KEY, "key = f\"{call['function']['name']} {call['function']['arguments']}\""))),
+    dict(name="key-without-sorted-keys", fails=["update-scratchpad-key-has-arguments"],
+         **update((KEY, "key = f\"{call['function']['name']} {json.dumps(json.loads(call['function']['arguments']))}\""))),
     dict(name="newest-reason-replaces-the-first", fails=["update-scratchpad-failure-once"],
          **update(("pad.failed.setdefault(key, reason)", "pad.failed[key] = reason"))),
     dict(name="blank-result-crashes", fails=["update-scratchpad-non-dict-results"],
@@ -446,6 +464,16 @@ RULES = [
          wrong="unbounded-growth-copies-results"),
     dict(rule="a success clears an earlier failure of the same call", test="update-scratchpad-success-clears-failure",
          wrong="success-keeps-old-failure"),
+    dict(rule="a timeout or a rate limit is transient: RETRY LATER, not DO NOT RETRY",
+         test="update-scratchpad-transient-retry-later", wrong="every-failure-never-retried"),
+    dict(rule="a status of 429 or 500 and above is transient", test="update-scratchpad-transient-retry-later",
+         wrong="transient-by-error-name-only"),
+    dict(rule="a RETRY LATER line gives the result's retry_after", test="update-scratchpad-transient-retry-later",
+         wrong="retry-after-ignored"),
+    dict(rule="a later transient failure replaces the RETRY LATER line", test="update-scratchpad-transient-retry-later",
+         wrong="first-transient-failure-kept"),
+    dict(rule="a success clears the call's RETRY LATER line", test="update-scratchpad-transient-retry-later",
+         wrong="success-keeps-retry-later"),
     dict(rule="the pad given is changed in place", test="update-scratchpad-in-place-and-returned",
          wrong="returns-a-new-pad"),
     dict(rule="the pad is returned", test="update-scratchpad-in-place-and-returned", wrong="forgets-to-return-the-pad"),
@@ -526,8 +554,10 @@ RULES = [
     dict(rule="render only reads the pad: a second render gives the same text",
          test="scratchpad-render-leaves-pad-unchanged", wrong="render-empties-done"),
     # update_scratchpad: the key as given, the first reason, empty results, JSON text, one key cleared
-    dict(rule="the key uses the arguments string as given, not re-serialised", test="update-scratchpad-key-has-arguments",
-         wrong="re-serialises-the-arguments"),
+    dict(rule="the key holds the arguments parsed and written with sorted keys, whatever their spacing",
+         test="update-scratchpad-key-has-arguments", wrong="key-holds-the-arguments-as-given"),
+    dict(rule="the key's arguments have their keys sorted", test="update-scratchpad-key-has-arguments",
+         wrong="key-without-sorted-keys"),
     dict(rule="a repeated failure keeps the reason of its first failure", test="update-scratchpad-failure-once",
          wrong="newest-reason-replaces-the-first"),
     dict(rule="an empty or blank result is a success with nothing after ' -> '", test="update-scratchpad-non-dict-results",
