@@ -49,6 +49,8 @@ __all__ = [
     "ages",
     "check_tiers",
     "restore",
+    "RECALL_TOOL",
+    "recall",
 ]
 
 Message = Mapping[str, Any]
@@ -239,18 +241,20 @@ def _shrink_to_fit(result: Any, data: list | Mapping, max_chars: int) -> str:
 def reference_stub(ref: str, *, step: int | None, name: str, arguments: str, chars: int) -> str:
     """The text that stands in for a tool result moved to the store.
 
-    It names the lap, the tool and its arguments (so the model knows what it asked and can ask
-    again) and the reference that :func:`restore` resolves.
+    It names the lap, the tool and its arguments (so the model knows what it asked) and the
+    reference that :func:`restore` resolves and that the model can pass to the ``recall`` tool
+    (:data:`RECALL_TOOL`, answered by :func:`recall`) to read the result in full, rather than
+    call the tool again (which may cost, change something, or answer differently).
 
     >>> reference_stub("research#16", step=7, name="fetch_pdf", arguments='{"url": "u"}', chars=4210)
-    '[result moved to the trajectory store] lap 7: fetch_pdf {"url": "u"} returned 4,210 chars, kept as ref research#16; call the tool again if you need it.'
+    '[result moved to the trajectory store] lap 7: fetch_pdf {"url": "u"} returned 4,210 chars, kept as ref research#16; to read it in full, call recall with this ref.'
     """
     lap = "an earlier lap" if step is None else f"lap {step}"
     if len(arguments) > STUB_ARGUMENT_CHARS:
         arguments = arguments[: STUB_ARGUMENT_CHARS - 3] + "..."
     return (
         f"{STUB_PREFIX} {lap}: {name} {arguments} returned {chars:,} chars, kept as ref {ref}; "
-        "call the tool again if you need it."
+        "to read it in full, call recall with this ref."
     )
 
 
@@ -527,3 +531,55 @@ def compress_history(
             changes=changes,
         )
     return out
+
+
+RECALL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "recall",
+        "description": (
+            "Read in full a tool result that the conversation shows only as a reference stub "
+            "('[result moved to the trajectory store] ... kept as ref RUN#N'). Returns the stored "
+            "result exactly as the tool returned it. Use it instead of calling the original tool again."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"ref": {"type": "string", "description": "The ref the stub names, such as 'research#16'."}},
+            "required": ["ref"],
+            "additionalProperties": False,
+        },
+    },
+}
+"""The tool to offer the model beside a view with reference stubs (answer its calls with :func:`recall`)."""
+
+
+def recall(store: TrajectoryStore, arguments: str | Mapping[str, Any]) -> str:
+    """The result of a ``recall`` call: the stored content of the ref it names, as text.
+
+    ``arguments`` is the call's arguments, as the model sends them (JSON text) or parsed. A ref
+    the store does not hold, or arguments without one, give an error result the model can read
+    (and :func:`ctxlab.scratchpad.update_scratchpad` records as a permanent failure), never an exception:
+    a tool call must always get an answer.
+
+    >>> from ctxlab.store import TrajectoryStore
+    >>> store = TrajectoryStore(run="r")
+    >>> ref = store.save_result({"role": "tool", "tool_call_id": "c1", "content": '{"rows": 3}', "step": 1})
+    >>> recall(store, '{"ref": "r#0"}')
+    '{"rows": 3}'
+    >>> json.loads(recall(store, {"ref": "r#9"}))
+    {'error': 'unknown_ref', 'message': "no message r#9: run 'r' holds 1 messages (r#0 to r#0); use the ref a stub names"}
+    """
+    from .errors import ReferenceNotFound
+
+    try:
+        data = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except (TypeError, ValueError):
+        data = None
+    ref = data.get("ref") if isinstance(data, Mapping) else None
+    if not isinstance(ref, str) or not ref.strip():
+        return json.dumps({"error": "invalid_arguments", "message": 'recall needs {"ref": "RUN#N"}, the ref a stub names'})
+    try:
+        content = store.content(ref.strip())
+    except ReferenceNotFound as err:
+        return json.dumps({"error": "unknown_ref", "message": f"{err}; use the ref a stub names"}, ensure_ascii=False)
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)

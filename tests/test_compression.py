@@ -325,3 +325,28 @@ def test_the_assembler_ages_results_of_text_parts_as_build_context_does():
     parts_ids = {m["tool_call_id"] for m in run if m["role"] == "tool" and isinstance(m["content"], list)}
     shrunk = [m for m in last if m.get("tool_call_id") in parts_ids and isinstance(m["content"], str)]
     assert shrunk and all(len(m["content"]) <= 1_200 for m in shrunk)
+
+
+def test_a_stub_names_the_recall_tool_that_reads_its_result_back():
+    """The model gets back an old result by calling recall with the stub's ref, not by calling the
+    tool again; a ref the store does not hold is an error result the scratchpad never retries."""
+    coding = ctxlab.course.load_transcript("coding")
+    with ctxlab.TrajectoryStore(run="coding") as store:
+        store.extend(coding)
+        view = ctxlab.compress_history(coding, step=13, keep_full_for=2, compress_after=6, max_chars=1_000, store=store)
+        stubs = [(i, m) for i, m in enumerate(view) if stub_reference(m.get("content"))]
+        assert stubs
+        for index, stub in stubs:
+            assert "call recall with this ref" in stub["content"]
+            answer = ctxlab.compression.recall(store, json.dumps({"ref": stub_reference(stub["content"])}))
+            assert answer == coding[index]["content"]
+        call = {"id": "c9", "type": "function", "function": {"name": "recall", "arguments": '{"ref": "coding#999"}'}}
+        missing = ctxlab.compression.recall(store, call["function"]["arguments"])
+        assert json.loads(missing)["error"] == "unknown_ref" and "coding#999" in missing
+        assert ctxlab.compression.recall(store, "{not json")
+        assert json.loads(ctxlab.compression.recall(store, {}))["error"] == "invalid_arguments"
+        pad = ctxlab.scratchpad.update_scratchpad(ctxlab.Scratchpad(goal="g"), call, missing)
+        assert list(pad.failed) == ['recall {"ref": "coding#999"}'] and not pad.retry_later
+    tools = [*ctxlab.course.load_tools("coding"), ctxlab.compression.RECALL_TOOL]
+    request = {"model": "gpt-4o", "messages": view, "tools": tools}
+    assert ctxlab.count_request(request) > ctxlab.count_request({**request, "tools": tools[:-1]})
