@@ -338,6 +338,23 @@ def _headline(result: dict) -> str:
     return ", ".join(parts)
 
 
+SOCKET_PATH_BYTES = 107  # the longest path a Unix socket may have (sun_path, less its NUL)
+
+
+def _check_socket_room() -> None:
+    """Refuse at once when the temporary folder is too long a path for the kernels' sockets,
+    which live in ``$TMPDIR/ctxlab-kernels-XXXXXXXX/kernel-XXXXXXXX/`` (otherwise every student
+    fails with ZeroMQ's "File name too long")."""
+    folder = os.path.realpath(tempfile.gettempdir())
+    longest = os.path.join(folder, "ctxlab-kernels-" + "x" * 8, "kernel-" + "x" * 8, "k-99")
+    size = len(os.fsencode(longest))
+    if size > SOCKET_PATH_BYTES:
+        raise GradingRefused(
+            f"the temporary folder {folder} is too long a path for the kernels' Unix sockets: their "
+            f"paths would take {size} bytes, over the {SOCKET_PATH_BYTES} a socket may have; set "
+            "TMPDIR to a short folder (for example TMPDIR=/tmp) and run again")
+
+
 def grade_class(options: GradeOptions, *, log=print) -> int:
     """Grade every submission; write the outputs; return the exit status (see the module doc)."""
     submissions, out, course = options.submissions.resolve(), options.out.resolve(), options.course.resolve()
@@ -349,6 +366,7 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
     if not (course / "nbgrader_config.py").exists():
         raise GradingRefused(f"{course} is not a course root (no nbgrader_config.py); run from the repository "
                              "root or pass --course")
+    _check_socket_room()
     options.out = out
     out.mkdir(parents=True, exist_ok=True)
     sandbox = Sandbox(isolated=options.sandbox, readonly=default_readonly_paths(), judging_dir=str(JUDGING_DIR),

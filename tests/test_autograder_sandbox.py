@@ -108,6 +108,21 @@ def test_the_grade_command_says_what_to_fix(tmp_path, args, message):
     assert message in result.stderr
 
 
+def test_a_temporary_folder_too_long_for_sockets_is_refused_with_what_to_do(tmp_path):
+    """Kernels talk over Unix sockets under $TMPDIR, whose paths may not pass 107 bytes: a long
+    TMPDIR used to fail every student with ZeroMQ's "File name too long"."""
+    (tmp_path / "sub").mkdir()
+    deep = tmp_path / ("t" * 90)
+    deep.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"), "--out", str(tmp_path / "out")],
+        cwd=REPO, env={**offline_env(), "PYTHONPATH": str(REPO), "TMPDIR": str(deep)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "too long a path for the kernels' Unix sockets" in result.stderr and "TMPDIR=/tmp" in result.stderr
+
+
 def test_as_root_without_a_pids_cgroup_grading_is_refused(monkeypatch):
     """RLIMIT_NPROC does not hold for root: without a cgroup to cap processes, refuse."""
     monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 0)
