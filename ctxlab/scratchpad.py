@@ -303,7 +303,7 @@ def _failure(result: Any) -> str | None:
 
 
 _TRANSIENT = re.compile(
-    r"time[ _-]?d?[ _-]?out|rate[ _-]?limit|too[ _-]?many[ _-]?requests|throttl|overload|unavailable|"
+    r"time[ _-]?d?[ _-]?outs?\b|rate[ _-]?limit|too[ _-]?many[ _-]?requests|throttl|overload|unavailable|"
     r"temporar|try[ _-]?again|retry[ _-]?later|server[ _-]?error|internal[ _-]?error|bad[ _-]?gateway|"
     r"gateway[ _-]?time|connection[ _-]?(?:reset|refused|error)",
     re.IGNORECASE,

@@ -179,6 +179,9 @@ def test_a_success_adds_one_short_done_line_and_clears_an_earlier_failure():
         ("Traceback (most recent call last):\n  File \"x.py\"\nKeyError: 'sku'", None),
         # not a failure at all
         ({"ok": True, "message": "timeout raised to 60 s"}, None),
+        # words that only look like a transient cause
+        ({"error": "invalid_format", "message": "unknown time output format"}, None),
+        ("Error: ETIMEDOUT connecting to db-9", "later"),
     ],
 )
 def test_a_failure_is_transient_or_permanent(result, when):
