@@ -556,8 +556,10 @@ RECALL_TOOL: dict[str, Any] = {
 def recall(store: TrajectoryStore, arguments: str | Mapping[str, Any]) -> str:
     """The result of a ``recall`` call: the stored content of the ref it names, as text.
 
-    ``arguments`` is the call's arguments, as the model sends them (JSON text) or parsed. A ref
-    the store does not hold, or arguments without one, give an error result the model can read
+    ``arguments`` is the call's arguments, as the model sends them (JSON text) or parsed. Only
+    refs of ``store.run`` resolve: a file may hold other runs (other users' sessions), and the
+    model reading one must not reach them. A ref the store does not hold for this run, or
+    arguments without one, give an error result the model can read
     (and :func:`ctxlab.scratchpad.update_scratchpad` records as a permanent failure), never an exception:
     a tool call must always get an answer.
 
@@ -578,8 +580,12 @@ def recall(store: TrajectoryStore, arguments: str | Mapping[str, Any]) -> str:
     ref = data.get("ref") if isinstance(data, Mapping) else None
     if not isinstance(ref, str) or not ref.strip():
         return json.dumps({"error": "invalid_arguments", "message": 'recall needs {"ref": "RUN#N"}, the ref a stub names'})
+    ref = ref.strip()
+    if ref.partition("#")[0] != store.run:  # one run's model reads its own results, not another run's
+        return json.dumps({"error": "unknown_ref", "message": f"{ref!r} is not a ref of this run "
+                           f"({store.run!r}); use the ref a stub names"}, ensure_ascii=False)
     try:
-        content = store.content(ref.strip())
+        content = store.content(ref)
     except ReferenceNotFound as err:
         return json.dumps({"error": "unknown_ref", "message": f"{err}; use the ref a stub names"}, ensure_ascii=False)
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)

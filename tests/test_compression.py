@@ -327,11 +327,11 @@ def test_the_assembler_ages_results_of_text_parts_as_build_context_does():
     assert shrunk and all(len(m["content"]) <= 1_200 for m in shrunk)
 
 
-def test_a_stub_names_the_recall_tool_that_reads_its_result_back():
+def test_a_stub_names_the_recall_tool_that_reads_its_result_back(tmp_path):
     """The model gets back an old result by calling recall with the stub's ref, not by calling the
     tool again; a ref the store does not hold is an error result the scratchpad never retries."""
     coding = ctxlab.course.load_transcript("coding")
-    with ctxlab.TrajectoryStore(run="coding") as store:
+    with ctxlab.TrajectoryStore(tmp_path / "runs.sqlite3", run="coding") as store:
         store.extend(coding)
         view = ctxlab.compress_history(coding, step=13, keep_full_for=2, compress_after=6, max_chars=1_000, store=store)
         stubs = [(i, m) for i, m in enumerate(view) if stub_reference(m.get("content"))]
@@ -344,6 +344,11 @@ def test_a_stub_names_the_recall_tool_that_reads_its_result_back():
         missing = ctxlab.compression.recall(store, call["function"]["arguments"])
         assert json.loads(missing)["error"] == "unknown_ref" and "coding#999" in missing
         assert ctxlab.compression.recall(store, "{not json")
+        with ctxlab.TrajectoryStore(store.path, run="other") as other:  # another session, same file
+            other.append({"role": "tool", "tool_call_id": "x", "content": "another session's secret"})
+        assert store.content("other#0") == "another session's secret"  # the file does hold it
+        stolen = ctxlab.compression.recall(store, {"ref": "other#0"})
+        assert json.loads(stolen)["error"] == "unknown_ref" and "secret" not in stolen
         assert json.loads(ctxlab.compression.recall(store, {}))["error"] == "invalid_arguments"
         pad = ctxlab.scratchpad.update_scratchpad(ctxlab.Scratchpad(goal="g"), call, missing)
         assert list(pad.failed) == ['recall {"ref": "coding#999"}'] and not pad.retry_later
