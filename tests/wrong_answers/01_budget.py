@@ -879,3 +879,124 @@ RULES += [
     dict(rule="every message in the list costs its framing, the same message twice too",
          test="count-chat-per-message-overhead", wrong="counts-each-message-object-once"),
 ]
+
+# The words of each exercise's text that state each rule (tests/test_rule_map.py checks them).
+_BY_ITSELF = "ctxlab's own version of what it asks for is switched off, so your answer has to do that work itself"
+_NAME = "1 more token when the message has a name (any string, an empty one too)"
+_ENC = "enc is the encoding to tokenize every text with, tool calls included (anything with encode_ordinary)"
+_AS_GIVEN = "messages is left as it was given"
+_AS_IT_IS = "every string is counted exactly as it is, spaces and newlines included"
+_CALL_PROMPT = "The prompt of the call that produced assistant message i is messages[:i] (without message i itself)"
+_ONE_CALL = "Each assistant message is one model call"
+_FOUR_NUMBERS = ("with the window, reserved output, fixed prefix and scratchpad in the message, each name "
+                 "followed by its number")
+_EACH_LAP = "One budget is asked again on every lap: work from this call's arguments and leave the budget's fields as they are"
+_CHECKED = "count the assembled prompt with the model's tokenizer before every call"
+TAUGHT = {
+    # count_chat
+    "every message costs 3 tokens of framing": "3 tokens per message",
+    "every message in the list costs its framing, the same message twice too": "3 tokens per message",
+    "the framing is exactly 3 tokens, not 4": "3 tokens per message",
+    "the list costs 3 tokens of reply priming, once": "3 tokens of reply priming for the whole list",
+    "the role is a string field and is counted": "plus the tokens of each of its string fields (role, content, name, ...)",
+    "every string field is counted, not a fixed list of keys (refusal too)":
+        "plus the tokens of each of its string fields (role, content, name, ...)",
+    "each string field is counted as it is, leading spaces and newlines too": _AS_IT_IS,
+    "text is tokenized with encode_ordinary: special-token text such as <|endoftext|> is plain text":
+        "text such as <|endoftext|> is plain text to encode_ordinary",
+    "a tool result's tool_call_id is not shown and not counted": "its tool_call_id and name are not counted",
+    "a tool result's name is not shown and not counted": "its tool_call_id and name are not counted",
+    "a tool result's role is read as functions.NAME, its call's function":
+        "its role is counted as \"functions.NAME\", NAME the function of the call whose id is its tool_call_id",
+    "the author is 'functions.' and the name, not the name alone": "its role is counted as \"functions.NAME\"",
+    "a name costs its tokens plus 1": _NAME,
+    "a `name` that is an empty string is still a name: it costs the 1 extra token": _NAME,
+    "a name costs the extra token on a message of any role": _NAME,
+    "every message that has a name costs its own extra token, not one per list": _NAME,
+    "a name of None counts nothing, not even the extra token": "a name of None adds no extra token either",
+    "tool_calls are counted even when content is None":
+        "one entry in tool_calls: 3 tokens + tokens of its function name + tokens of its arguments",
+    "each tool call costs 3 tokens of its own":
+        "one entry in tool_calls: 3 tokens + tokens of its function name + tokens of its arguments",
+    "several calls in one message are one multi_tool_use.parallel call":
+        "two or more: one call, 3 tokens + tokens of \"multi_tool_use.parallel\"",
+    "the parallel call lists every call of the message": "tokens of ctxlab.calls.parallel_arguments(calls)",
+    "a tool call's id and type are not counted": "the call's id and type are not counted",
+    "a call's arguments string is counted as it is, not parsed and re-serialised":
+        "a call's arguments are never parsed or re-serialised",
+    "a call's arguments string is counted as it is, its surrounding whitespace too": (
+        _AS_IT_IS, "a call's arguments are never parsed or re-serialised"),
+    "content None counts nothing": "content: None (an assistant message that only calls tools) costs nothing",
+    "every None value counts nothing, \"tool_calls\": None (a reply that calls no tool) included":
+        "None values count nothing",
+    "the course keys step and pinned are not counted": "the course keys step and pinned are never counted",
+    "pinned is a course key too, not only step": "the course keys step and pinned are never counted",
+    "the messages given are left unchanged (the course keys are skipped, not removed)": (
+        _AS_GIVEN, "skip the course keys, do not remove them"),
+    "the messages given are left unchanged: None values are skipped, not deleted": _AS_GIVEN,
+    "the messages given are left unchanged: a None content stays None": _AS_GIVEN,
+    "the messages given are left unchanged: a call's id and type are skipped, not removed": _AS_GIVEN,
+    "the enc argument is used to tokenize when given": _ENC,
+    "a name is tokenized with the enc given": _ENC,
+    "enc may have encode_ordinary and nothing else: every text is tokenized with it": _ENC,
+    "every string field (tool_call_id too) is tokenized with the enc given": _ENC,
+    "the enc given is used whatever encoding it is, a real tiktoken one too": _ENC,
+    "tool calls are tokenized with the enc given too": _ENC,
+    "with enc None, ctxlab.encoding() is used (the hand-counted examples)": "when it is None, use ctxlab.encoding()",
+    "every course transcript is counted as ctxlab.count_messages counts it":
+        "agreement with ctxlab on every course transcript",
+    "count_chat counts by itself: ctxlab's counting, its private per-message formula included, is off while it is graded":
+        _BY_ITSELF,
+    # billed_input
+    "every model call is billed, not only the final context": "The run's bill is the sum over all calls",
+    "a call's prompt is the messages before it, not the reply it produces": _CALL_PROMPT,
+    "a repeated assistant message is billed with the prompt before its own position": _CALL_PROMPT,
+    "a repeated message is counted in every later prompt, each time it appears": _CALL_PROMPT,
+    "an assistant message at index 0 is a call too, with an empty prompt": (_ONE_CALL, _CALL_PROMPT),
+    "only assistant messages are model calls": (_ONE_CALL, "Other messages are not calls"),
+    "an empty assistant message (content '' or None) is a model call too": _ONE_CALL,
+    "two assistant messages in a row are two calls": _ONE_CALL,
+    "two assistant messages in one lap (step) are two calls": _ONE_CALL,
+    "the tools argument is billed": "plus the tool schemas tools (None: no tools)",
+    "the tool schemas are billed on every call, not once": (_CALL_PROMPT, "plus the tool schemas tools"),
+    "every call's prompt has 3 tokens of reply priming": "plus 3 tokens of reply priming",
+    "the priming is billed per call, not once per run": (_CALL_PROMPT, "plus 3 tokens of reply priming"),
+    "a two-call run is billed as counted by hand": "Input tokens billed over a run: the sum of the prompts of all model calls",
+    "billed_input sums the prompts by itself: ctxlab.replay is off while it is graded": _BY_ITSELF,
+    # ContextBudget.history_allowance
+    "the reserved output is subtracted": "window - reserved output - fixed prefix - scratchpad",
+    "the fixed prefix is subtracted": "window - reserved output - fixed prefix - scratchpad",
+    "the scratchpad's tokens are subtracted, not its cap": "Subtract the scratchpad's tokens (what it uses now, at most its cap)",
+    "the docstring's worked example gives 5,500": "ContextBudget(8_000, 1_000, 500).history_allowance(1_200, 300) 5500",
+    "each allowance comes from the arguments of its own call (one budget is asked on every lap)": _EACH_LAP,
+    "history_allowance leaves the budget's fields as they are": _EACH_LAP,
+    "a scratchpad over its cap raises ctxlab.BudgetError": "Raise ctxlab.BudgetError when scratchpad_tokens exceeds scratchpad_max",
+    "the over-cap error is ctxlab.BudgetError, not another error":
+        "Raise ctxlab.BudgetError when scratchpad_tokens exceeds scratchpad_max",
+    "the errors are ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name":
+        "Raise ctxlab.BudgetError when scratchpad_tokens exceeds scratchpad_max",
+    "a scratchpad cap of 0 allows no scratchpad (0 is not \"no cap\")":
+        "a cap of 0 allows no scratchpad at all (0 does not mean \"no cap\")",
+    "a scratchpad exactly at its cap is allowed (> not >=)": "exactly at the cap is fine",
+    "a scratchpad of 0 tokens at a cap of 0 is exactly at its cap, so it is allowed": "exactly at the cap is fine",
+    "a negative allowance raises ctxlab.BudgetError": "and when the allowance would be <= 0",
+    "the impossible-budget error is ctxlab.BudgetError, not another error":
+        "when the allowance would be zero or less, raise ctxlab.BudgetError",
+    "a window of 0 is a window of 0 tokens (refused), not the default": (
+        "window - reserved output - fixed prefix - scratchpad", "and when the allowance would be <= 0"),
+    "an allowance of exactly zero is refused (<= 0, not < 0)": "and when the allowance would be <= 0",
+    "the error gives the window, reserved output, fixed prefix and scratchpad": _FOUR_NUMBERS,
+    "the error gives the four inputs, not only the shortfall": _FOUR_NUMBERS,
+    "each number in the impossible-budget error follows its own name": _FOUR_NUMBERS,
+    "the impossible-budget error gives all four numbers, a scratchpad of 0 too": _FOUR_NUMBERS,
+    "an allowance of exactly 0 is refused with the same numbers in its error": _FOUR_NUMBERS,
+    # concept checks: the lesson's text that makes the right answer right
+    "Q1: doubling the laps quadruples the bill": "the bill grows with the square of the laps",
+    "Q2: prompt and reply share the window": "input must never eat it, or the answer is cut short",
+    "Q3: characters per token vary by kind of text":
+        "The guess is wrong by different amounts for different kinds of text",
+    "Q4: the budget is the window minus reserved output, checked every call": (
+        "The reply is reserved first, so input can never eat into it", _CHECKED),
+    "Q5: measure the sent prompt with the tokenizer every lap; the bill is the sum": (
+        _CHECKED, "The run's bill is the sum over all calls"),
+}

@@ -1427,3 +1427,165 @@ RULES += [
     dict(rule="the groups hold the messages themselves, not copies", test="turn-groups-partition",
          wrong="groups-hold-copies-of-the-messages"),
 ]
+
+# The visible tests that hand-check each docstring's example.
+RULES += [
+    dict(rule="the docstring's example: a parallel call and its results are one group", test="turn-groups-visible",
+         wrong="splits-a-parallel-call-group"),
+    dict(rule="the docstring's example: the last group is kept in the split", test="turn-groups-visible",
+         wrong="forgets-the-last-group"),
+    dict(rule="the docstring's example: the task and the newest group are kept, the rest dropped", test="fit-visible",
+         wrong="drops-the-newest"),
+    dict(rule="the docstring's example: fit measures tokens with count, not characters", test="fit-visible",
+         wrong="estimates-tokens-from-characters"),
+    dict(rule="the docstring's example: a view under the high mark is left whole", test="high-low-visible",
+         wrong="trims-whenever-over-the-low-mark"),
+    dict(rule="the docstring's example: a run that never passes the high mark is never trimmed",
+         test="count-trims-visible", wrong="counts-every-lap-over-the-low-mark"),
+]
+
+# The words of each exercise's text that state each rule (tests/test_rule_map.py checks them).
+_GROUP = "together with all the tool messages that follow it (whatever their tool_call_id"
+_OTHER = "Every other message is a group of its own, a tool message with no such call just before it included"
+_JOINED = "Joined, the groups are messages, in order, each message left as it was"
+_PAIRED = "True when every tool result answers a call of the assistant message just before its group"
+_ONCE = "every call is answered exactly once (its results in any order) before the next message that is not a tool result"
+_REUSE = "Pairing is checked group by group, so a later assistant message may reuse an earlier call's id"
+_NO_ID = "A call with no id is still a call, one that no result can answer"
+_NO_CALL_ID = "a tool message with no tool_call_id is still a result, one that answers no call"
+_PINS = "every pinned message (ctxlab.trimming.pinned_indices: system messages, the first user message"
+_RECENT = "the newest keep_recent turn groups are kept, counted by position, pinned groups included"
+_WALK = "then older groups, newest first, while they fit; the first that does not fit and every older unpinned group are dropped"
+_AT_MOST = "the kept messages, each pinned group whole, take at most allowance tokens (exactly is fine)"
+_ORDER = "kept and dropped are each in input order and together hold every input message once"
+_REFUSE = "raise ctxlab.BudgetError, giving the tokens needed and the allowance, when the pins and the newest groups alone exceed allowance"
+_UNDER_HIGH = "are at most high, nothing is trimmed: return (view, [])"
+_DOWN = "Otherwise trim it down to low tokens with fit (passing count on), and return what fit returns"
+_LET_OUT = "let fit's ctxlab.BudgetError out (never fall back to a bigger history)"
+_LAP = "A lap where anything was dropped counts as one trim, however much it dropped"
+_BEFORE_CALL = "Before each model call (each assistant message, at index i), add to the view the messages that arrived since the previous call"
+_NEVER_SENT = "Messages after the last model call are never sent, so they are never trimmed"
+_CARRY = "the view becomes what it kept"
+TAUGHT = {
+    # turn_groups
+    "every message that is not a tool result starts a group of its own": _OTHER,
+    "an assistant call and all of its results, parallel calls included, are one group": _GROUP,
+    "every tool message after a call joins its group, whatever its tool_call_id": _GROUP,
+    "a call's results share its group: there are fewer groups than messages": _GROUP,
+    "a tool message joins the group just before it, not the group of the call its id names (order kept)": (_GROUP, _JOINED),
+    "an empty history has no groups (every group holds a message)": "an empty history has no groups",
+    "the groups hold the messages themselves, not copies": "the message objects themselves, not copies",
+    "the groups, joined, are the input: every message, in order": _JOINED,
+    "turn_groups leaves the messages as they were": _JOINED,
+    "a group opens only where tool_calls is a non-empty list (None and [] are no calls)":
+        "An assistant message with tool_calls (a non-empty list)",
+    "a message that is not a tool result closes the call's group: a later tool message stands alone, in its place": (
+        _OTHER, _JOINED),
+    "a tool message after a stray tool message stands alone too": _OTHER,
+    "a tool message with no assistant call just before it stands alone": _OTHER,
+    "the docstring's example: a parallel call and its results are one group": _GROUP,
+    "the docstring's example: the last group is kept in the split": _JOINED,
+    # pairs_ok
+    "each call is answered exactly once": _ONCE,
+    "each call is answered exactly once: as many results as calls, each for some call of the group, is not enough": _ONCE,
+    "the calls of one assistant message have different ids: a message listing one id twice is malformed":
+        "a message listing one id twice is malformed",
+    "a second assistant call before the first is answered is not paired": _ONCE,
+    "\"tool_calls\": None is no call: such a reply is paired (True, not an error)": "\"tool_calls\": None included",
+    "the results of a parallel call may come in any order": "(its results in any order)",
+    "valid histories (parallel results one after another) are accepted": "every course transcript (all valid",
+    "a call answered once, in its own group, is paired (each pairing rule holds both ways)": (_PAIRED, _ONCE),
+    "a call without an id is still a call, and is unanswered when the next turn starts": (_NO_ID, _ONCE),
+    "a message of role tool is a tool result, with or without a tool_call_id, and must answer a call": (
+        _PAIRED, _NO_CALL_ID),
+    "a result must be in the group of the assistant message that made its call": _PAIRED,
+    "a system or developer message between a call and its result breaks the pair": _ONCE,
+    "a tool message without tool_call_id answers no call: False, not an error": (_NO_CALL_ID, "(never an error)"),
+    "pairs_ok never raises, also on a call with no id": "False otherwise (never an error)",
+    "a result answers a call of its own group only, not an id used earlier": (_PAIRED, _REUSE),
+    "pairing is checked group by group: a later call may reuse an id": _REUSE,
+    "a call still open when the next turn starts is not paired": _ONCE,
+    "a call still unanswered when the history ends is not paired, even if others of its group are": _ONCE,
+    "a call never answered (at the end of the history) is not paired": _ONCE,
+    "a tool result with no call before it is not paired": _PAIRED,
+    # fit
+    "a group both pinned and newest (the task on the first lap) is counted once":
+        "each counted once (a group both pinned and newest too)",
+    "a group fits when its tokens are at most the room left (<=)": _AT_MOST,
+    "the whole allowance is for messages: reply priming is not taken from it":
+        "the allowance is for the messages alone: no reply priming is taken from it",
+    "count is called once per message": "called once per message",
+    "the default count is ctxlab.count_message (tokens)": "with count = ctxlab.count_message by default",
+    "the BudgetError gives the tokens needed and the allowance": _REFUSE,
+    "a pinned group in the middle does not stop the walk to older groups": "it does not stop the walk",
+    "a pinned group in the middle is paid for once, not again when the walk reaches it":
+        "a pinned group on the way is already kept and counted once",
+    "older groups are added newest first": _WALK,
+    "keep_recent above the number of groups keeps them all": _RECENT,
+    "keep_recent counts the newest groups by position, a pinned one included": _RECENT,
+    "keep_recent counts turn groups, not messages": _RECENT,
+    "keep_recent=k keeps the newest k groups (or refuses)": (_RECENT, _REFUSE),
+    "a message marked \"pinned\": True is kept": "any message marked \"pinned\": True",
+    "a pinned message is kept with its whole turn group": "is kept, with its whole turn group",
+    "only \"pinned\": True pins a message; \"pinned\": False is an elastic message like any other":
+        "\"pinned\": False pins nothing",
+    "every system message is pinned, one later in the history too": _PINS,
+    "every system message is pinned, wherever the task is": _PINS,
+    "the first user message (the task) is pinned": _PINS,
+    "the newest turn group is always kept": _RECENT,
+    "groups are never split": "groups are never split",
+    "the input list is left unchanged": "messages itself is left unchanged",
+    "kept and dropped together hold every input message once": _ORDER,
+    "dropped is in input order": _ORDER,
+    "kept and dropped follow input positions, not steps (a message may have no step)": _ORDER,
+    "kept is in input order, pins included": _ORDER,
+    "an impossible allowance raises, instead of returning an oversized history": _REFUSE,
+    "the error is ctxlab.BudgetError": _REFUSE,
+    "the refusal is ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name": _REFUSE,
+    "an older group that repeats a kept message word for word is still dropped past the misfit": _WALK,
+    "only the first user message is the task: a later copy of it is elastic": _PINS,
+    "the first group that does not fit and every older unpinned group are dropped": _WALK,
+    "messages are measured with the given count": "a message's tokens are count(m)",
+    "a pinned message's whole turn group counts toward the allowance": _AT_MOST,
+    "the kept messages, pins included, take at most the allowance": _AT_MOST,
+    "when the pins and the newest group fit, they are kept": (_PINS, _REFUSE),
+    "the docstring's example: the task and the newest group are kept, the rest dropped": (_PINS, _RECENT, _WALK),
+    "the docstring's example: fit measures tokens with count, not characters":
+        "a message's tokens are count(m), with count = ctxlab.count_message by default",
+    # high_low_trim
+    "exactly at the high mark nothing is trimmed (<=)": _UNDER_HIGH,
+    "high_low_trim returns fit's dropped as it is": _DOWN,
+    "over the high mark, trim down to the low mark": _DOWN,
+    "the view given to high_low_trim is left unchanged": "The view itself is left unchanged",
+    "when fit cannot reach the low mark, its BudgetError is let out (no other mark)": _LET_OUT,
+    "when fit cannot reach the low mark, its BudgetError is let out (not the untrimmed view)": _LET_OUT,
+    "count is passed on to fit": "(passing count on)",
+    "the view is measured with the given count": "(sum of count(m), count = ctxlab.count_message by default)",
+    "a view over the high mark is trimmed": _DOWN,
+    "between the marks nothing is trimmed": _UNDER_HIGH,
+    "the docstring's example: a view under the high mark is left whole": _UNDER_HIGH,
+    # count_trims
+    "a lap counts once however many messages it dropped": _LAP,
+    "only laps where the trim dropped something count": _LAP,
+    "without trim, count_trims uses high_low_trim": "(default: your high_low_trim)",
+    "the view carries over: it is what the last trim kept plus the new messages": (_BEFORE_CALL, _CARRY),
+    "a model call whose view is empty (the run opens with an assistant message) is trimmed too": _BEFORE_CALL,
+    "messages after the last model call are never trimmed, even when they are not a reply": _NEVER_SENT,
+    "the given trim is the one called": "then run trim(view, high=high, low=low)",
+    "trim is called once per model call, not after the last one": (_BEFORE_CALL, _NEVER_SENT),
+    "the view stops before the assistant message about to be sent":
+        "(up to message i, which is the reply and is not sent)",
+    "the docstring's example: a run that never passes the high mark is never trimmed": (_UNDER_HIGH, _LAP),
+    # concept checks: the lesson's text that makes the right answer right
+    "Q1: an orphaned tool result makes the provider reject the request":
+        "The Chat Completions API answers such a request with an HTTP 400 error",
+    "Q2: the first user message states the task and is pinned": "the first user message (the task)",
+    "Q3: rare deep trims keep the prefix stable for the cache":
+        "Between two trims each prompt is the previous one plus the new lap, so the whole previous prompt is a cacheable prefix",
+    "Q4: last-N drops the task, orphans results and ignores tokens": (
+        "It deletes the goal, which lives at the very start", "which providers reject outright",
+        "Six messages can still be over the budget when one of them is a large tool result"),
+    "Q5: rules, goal, plan, unresolved errors and constraints always survive":
+        "some things must survive every trim: the rules of the system prompt, the goal, the plan being followed, "
+        "the errors not yet resolved, and each permission or safety constraint",
+}
