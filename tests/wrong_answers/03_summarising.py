@@ -652,7 +652,7 @@ RULES = [
          wrong="blames-attention-first"),
     dict(rule="Q5: (c) a bigger window only delays the compaction that loses the rule", test="q5-check",
          wrong="thinks-a-bigger-window-fixes-it"),
-    dict(rule="Q5: (d) temperature 0 makes a summary repeatable, not faithful", test="q5-check",
+    dict(rule="Q5: (d) temperature 0 picks the likeliest wording, not a more faithful summary", test="q5-check",
          wrong="thinks-temperature-zero-keeps-rules"),
 ]
 
@@ -1150,3 +1150,196 @@ RULES += [
     dict(rule="a refusal near the stacked wording does not excuse it: 'not one summary but a separate one' asks for a second",
          test="compaction-prompt-asks-for-one-summary", wrong="prior-line-refuses-one-and-asks-for-a-separate-one"),
 ]
+
+# The words of each exercise's text that state each rule (tests/test_rule_map.py checks them).
+_BY_ITSELF = "ctxlab's own version of what it asks for is switched off, so your answer has to do that work itself"
+_CALL = "[lap N] assistant called TOOL ARGUMENTS (id CALL_ID) (one entry per call)"
+_FAILED = "[lap N] tool TOOL (id CALL_ID) FAILED: HOW (HOW = ctxlab.summarising.failure_of(result))"
+_TEXT = "[lap N] ROLE: TEXT (system, user or assistant text, in full; its later lines follow, indented by four spaces)"
+_UNCUT = "nothing is cut, however long"
+_RESULT = "the full result, every line indented by four spaces"
+_TOOL = "TOOL in a result's entry is the name of the call it answers: the newest call with that id before the result"
+_OWN_INDENT = "Lines keep their own indentation, after the four spaces"
+_FAILURES = "FAILURES: ... every tool call that failed, and how it failed"
+_ONE = ("and return ONE summary (the word one or single: an updated one, never a second or separate summary)")
+_FOLD = "PREVIOUS SUMMARY:\" + on the same line, an instruction to fold the steps into it"
+_ONLY_WHEN = "(only when prior_summary is given and not empty:)"
+_FACTS = "FACTS: ... each fact with its source (the tool it came from)"
+_POSITIVE = "in positive words (none of \"no\", \"not\", \"n't\", \"never\" or \"without\" on these four lines)"
+_LINE = "Each heading, in capitals, starts a line of its own, and the rest of that line says what to write under it"
+_FIRST = "INSTRUCTIONS, always first: ask for terse bullet points under four headings"
+_PRIOR = "the previous summary itself, from the next line on"
+_END = "\"END OF PREVIOUS SUMMARY\", on a line of its own after the previous summary"
+_STEPS = "\"STEPS TO FOLD IN:\" and, from the next line on, steps_text (the prompt ends with it)"
+_MODEL = "with model = model, or ctxlab.llm.summary_model() when it is None"
+_NOTHING = "With nothing dropped, return prior_summary as it is (or \"\" when there is none) without calling the client"
+_REQUEST = ("messages=[one user message whose content is ctxlab.summarising.compaction_prompt("
+            "ctxlab.summarising.render_steps(dropped), prior_summary)], temperature=0)")
+_NOTHING_ELSE = "and nothing else (no max_tokens: a summary cut off mid-line loses its last headings)"
+_TAKEN_OUT = "Summary messages in messages (ctxlab.is_summary) are taken out"
+_PRIOR_TEXT = "their text (ctxlab.summarising.summary_text; joined with newlines if there are several) is the prior summary"
+_FITS = "If all of messages fits (tokens <= allowance) and it holds at most one summary, return it unchanged, without calling the client"
+_COUNTED = "Tokens are counted as sum(ctxlab.count_message(m) for m in ...)"
+_FIT = "Otherwise kept, dropped = ctxlab.fit(rest, allowance - reserve, keep_recent=keep_recent)"
+_COMPACT = "summary = ctxlab.compact(client, dropped, prior)"
+_STEP = "ctxlab.summary_message(summary, step=the largest step among what it summarises)"
+_PLACE = ("Return kept with that one message inserted after the leading system message(s) and the first user "
+          "message (even when a message further on is pinned)")
+_TOO_BIG = "Raise ctxlab.BudgetError if the result would exceed allowance (a result of exactly allowance fits)"
+_REACHES = "return True once tokens (what the prompt takes now) reaches threshold of ceiling (reaching it exactly counts"
+_UNROUNDED = "compare with threshold * ceiling as it is, never rounded"
+_CEILING = "ceiling is the working ceiling in tokens: a whole number above 0"
+_FRACTION = "threshold is a fraction of it, above 0 and at most 1"
+_SAYING = "Raise ValueError for any other ceiling or threshold, saying what is allowed"
+_BOUNDARY = "Return True at a phase boundary (boundary is True), whatever the tokens"
+_THREE = ("**Trimming** drops whole turn groups, with no model call; what it drops is gone, and the pins only "
+          "protect what they pin. **Summarisation** rewrites content into a shorter text, at the cost of a model "
+          "call. **Compaction** does both: the older turns are folded into one summary and the newest turns are "
+          "kept word for word")
+_NO_FAILURES = "Leave this line out and summaries quietly erase failure history; the agent then calls the same failing tool again"
+_TRAP = "After a few compactions, a rule the agent breaks is far more likely gone from its prompt than ignored"
+_PIN = "Constraints and decisions go to the pinned list the moment they appear, by a rule in code"
+TAUGHT = {
+    # render_steps
+    "each entry starts with [lap N], N the message's step": "Each starts with \"[lap N]\" (N is the message's \"step\"",
+    "a call's entry ends with (id CALL_ID)": _CALL,
+    "a call's entry shows its arguments": _CALL,
+    "every call of a parallel group has its own entry": _CALL,
+    "a failed result is marked FAILED: HOW, HOW from ctxlab.summarising.failure_of": _FAILED,
+    "a failed result still follows in full": (_FAILED, "the full result, indented"),
+    "a text entry names who spoke: [lap N] ROLE: TEXT": _TEXT,
+    "a text is rendered in full, every line of it, blank lines included": (_TEXT, _UNCUT),
+    "a text's first line is in its entry in full": _TEXT,
+    "a text's later lines follow on their own lines, indented by four spaces": _TEXT,
+    "system text is rendered too": _TEXT,
+    "texts are rendered in full, later lines indented": _TEXT,
+    "a message without a step is lap \"?\" (no \"None\", no KeyError)": "\"?\" when it has none",
+    "the step is read with .get: a missing step does not raise": "\"?\" when it has none",
+    "a message without text gets no text entry (one entry per text, call and result)":
+        "A message without text (content None or \"\") gets no text entry",
+    "entries follow the order of the messages": "Entries follow the order of the messages",
+    "a result follows in full": (_RESULT, _UNCUT),
+    "a result follows in full however long (nothing cut at 1,500 characters)": _UNCUT,
+    "a result is rendered in full, every line of it, blank lines included": (_RESULT, _UNCUT),
+    "a result names the newest call with its id before it (call ids are reused across turns)": _TOOL,
+    "a result's entry names the tool of the call it answers": _TOOL,
+    "a result's lines are indented by four spaces": _RESULT,
+    "a result's lines keep their own indentation after the four spaces": _OWN_INDENT,
+    "a successful result is \"returned:\", even with \"error\": null":
+        "a successful result (even {\"error\": null}) is marked returned:",
+    # compaction_prompt
+    "the FAILURES: line asks for the calls that failed, not for every call": _FAILURES,
+    "the FAILURES: line asks for the tool calls that failed, not only the errors": _FAILURES,
+    "the prompt asks how each tool failed": _FAILURES,
+    "a refusal near the stacked wording does not excuse it: 'not one summary but a separate one' asks for a second": _ONE,
+    "the PREVIOUS SUMMARY line asks to fold the steps in and return ONE summary": (_FOLD, _ONE),
+    "the PREVIOUS SUMMARY line never asks for a new, second or separate summary": _ONE,
+    "the prompt asks for decisions with their reasons": "DECISIONS: ... each decision with its reason",
+    "an empty previous summary is none: no block": _ONLY_WHEN,
+    "the FACTS: line itself asks for each fact's source (a separate list of tools does not)": (_LINE, _FACTS),
+    "the prompt asks for facts with their source tool": _FACTS,
+    "'END OF PREVIOUS SUMMARY' comes on a line after the previous summary, not on its last line": _END,
+    "the instructions come first with a previous summary too": _FIRST,
+    "the previous summary comes before the steps": (_PRIOR, _END, _STEPS),
+    "the previous summary is closed by \"END OF PREVIOUS SUMMARY\"": _END,
+    "the previous summary starts on the line after its heading": _PRIOR,
+    "the prompt asks for bullet points, not for prose instead of them": _FIRST,
+    "the prompt asks for terse bullets": _FIRST,
+    "each heading's line asks in positive words (no 'no', 'not', 'never', 'without')": _POSITIVE,
+    "no PREVIOUS SUMMARY block without a previous summary": _ONLY_WHEN,
+    "open questions are asked for on an OPEN QUESTIONS: line, not refused": (
+        "OPEN QUESTIONS: ... what is still unknown", _POSITIVE),
+    "the prompt asks for open questions": "OPEN QUESTIONS: ... what is still unknown",
+    "the prompt asks for the tools that failed": _FAILURES,
+    "the prompt ends with \"STEPS TO FOLD IN:\" and the steps on the next line": _STEPS,
+    # compact
+    "the previous summary is folded into the request": _REQUEST,
+    "ctxlab.llm.summary_model() honours CTXLAB_SUMMARY_MODEL: the default's name is not the model": _MODEL,
+    "model=None given explicitly means ctxlab.llm.summary_model(), chosen when compact is called": _MODEL,
+    "the model given is sent": _MODEL,
+    "without a model, ctxlab.llm.summary_model() is sent": _MODEL,
+    "an error from the client goes through; the previous summary is not returned instead":
+        "An error from the client goes through: never return the previous summary in its place",
+    "nothing dropped and no previous summary: \"\" (not None)": _NOTHING,
+    "nothing dropped: no call": _NOTHING,
+    "nothing dropped: the previous summary comes back": _NOTHING,
+    "nothing dropped: the previous summary comes back as it is, not stripped": _NOTHING,
+    "that message is a user message": _REQUEST,
+    "the prompt holds the steps rendered with ctxlab.summarising.render_steps": _REQUEST,
+    "the request is one message": _REQUEST,
+    "the request sets model, messages and temperature, and nothing else": _NOTHING_ELSE,
+    "the request sets no max_tokens: the reply is not cut": _NOTHING_ELSE,
+    "the reply's text is returned stripped": "Return the reply's text (reply.choices[0].message.content), stripped",
+    "the request asks for temperature 0": _REQUEST,
+    "the temperature is given, not left to the server's default": _REQUEST,
+    "the request goes through the client given": "Send one request through client",
+    # trim_and_summarise
+    "summary messages are taken out and rolled up, never stacked": (
+        "replacing what is dropped with ONE summary", _TAKEN_OUT),
+    "keep_recent is passed on to ctxlab.fit": _FIT,
+    "the reserve given is used": _FIT,
+    "the messages given are left unchanged": "messages itself is never changed: build new lists",
+    "the old summary's text is the prior summary": _PRIOR_TEXT,
+    "several summaries are joined with newlines into the prior summary": _PRIOR_TEXT,
+    "several summaries are rolled into one even when everything fits": _FITS,
+    "several summaries: their texts joined are the prior summary": _PRIOR_TEXT,
+    "the summary's step counts the old summaries it rolls up": _STEP,
+    "its step is the largest step it summarises": _STEP,
+    "the summary is made by the client given": _COMPACT,
+    "the summary is made from what the fit dropped": (_FIT, _COMPACT),
+    "the summary message has a step": _STEP,
+    "the fit check counts an old summary as the message it is": (_COUNTED, _FITS),
+    "the history is returned unchanged only when all of it fits, its summary included": _FITS,
+    "the rest is fitted into allowance - reserve: the summary is counted": _FIT,
+    "the new summary goes after the head, wherever the old one stood": _PLACE,
+    "the summary goes after the leading system messages, however many, and the first user message": _PLACE,
+    "the summary goes after the system prompt and the task even when a later message is pinned": _PLACE,
+    "a result of exactly the allowance is not refused (>, not >=)": _TOO_BIG,
+    "a result over the allowance raises ctxlab.BudgetError": _TOO_BIG,
+    "a summary bigger than the reserve is refused only when the result exceeds the allowance": _TOO_BIG,
+    "the refusal is ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name": _TOO_BIG,
+    "the summary is counted as a message (framing included) against the allowance": (_COUNTED, _TOO_BIG),
+    "a history one token over the allowance is trimmed and summarised": (_FITS, _FIT),
+    "a history that fits comes back unchanged, without a call": _FITS,
+    "a history that fits exactly (tokens == allowance) comes back unchanged": _FITS,
+    "a history that fits with one summary in it comes back unchanged, without a summariser call": _FITS,
+    "the summary goes after the system prompt AND the task": _PLACE,
+    "the summary goes near the start, not at the end": _PLACE,
+    # compaction_due
+    "compaction is due at the threshold, before the window is full": _REACHES,
+    "reaching the threshold exactly counts (>=)": _REACHES,
+    "the threshold is compared as it is, not rounded down": _UNROUNDED,
+    "the threshold is threshold * ceiling itself, not rounded to a whole number": _UNROUNDED,
+    "a ceiling that is not a whole number (8000.5) raises ValueError": (_CEILING, "8000.5 is not a whole number"),
+    "a ceiling that is not a whole number above 0 raises ValueError": (_CEILING, _SAYING),
+    "the ceiling and threshold are checked at a phase boundary too": "Check them first, at a phase boundary too",
+    "the ceiling's ValueError says what is allowed": _SAYING,
+    "a NaN threshold is refused": "NaN is not a fraction",
+    "a threshold of 0 is refused": _FRACTION,
+    "a threshold of 1.0 is allowed": _FRACTION,
+    "a threshold outside (0, 1] raises ValueError": (_FRACTION, _SAYING),
+    "the threshold is a fraction, not a percentage: 70 is refused": "70 is a percentage, not a fraction: refuse it",
+    "the threshold's ValueError says what is allowed": _SAYING,
+    "threshold 1 is allowed whatever its type (the int 1 too)": _FRACTION,
+    "the threshold is a fraction of the ceiling given": (_REACHES, _FRACTION),
+    "a phase boundary compacts whatever the tokens": _BOUNDARY,
+    "the threshold given is used": _REACHES,
+    "compaction_due checks by itself: ctxlab's checks, its private ones included, are off while it is graded": _BY_ITSELF,
+    # concept checks: the lesson's text that makes the right answer right
+    "Q1: (a) a failure is not kept unless the prompt asks for it": _NO_FAILURES,
+    "Q1: (b) leaving a request out does not make the summary longer": _NO_FAILURES,
+    "Q1: (d) a summariser does not refuse over a missing line": _NO_FAILURES,
+    "Q2: roll up: one current summary that folds in the previous one": (
+        "one request with the previous summary and the new steps, asking for ONE updated summary"),
+    "Q3: a short run that fits needs no summary": (
+        "A run that never outgrows its allowance needs nothing",
+        "Every compaction is an extra model call that reads the dropped steps"),
+    "Q4: (a) the three differ in what they lose and what they cost": _THREE,
+    "Q4: (b) trimming loses every unpinned group it drops": _THREE,
+    "Q4: (c) compaction keeps the newest turns verbatim": _THREE,
+    "Q5: (a) after compactions the rule is likelier gone than ignored": (_TRAP, _PIN),
+    "Q5: (c) a bigger window only delays the compaction that loses the rule":
+        "A larger window does not remove the trap, it only delays the compaction that springs it",
+    "Q5: (d) temperature 0 picks the likeliest wording, not a more faithful summary":
+        "temperature 0 picks the likeliest wording of a summary, not a more faithful one",
+}
