@@ -1147,3 +1147,198 @@ RULES += [
     dict(rule="update_scratchpad returns the pad it was given, not an equal copy", test="update-scratchpad-in-place-and-returned",
          wrong="failure-returns-a-copy-of-the-pad"),
 ]
+
+# The words of each exercise's text that state each rule (tests/test_rule_map.py checks them).
+_ORDER = ("then the sections in this order: ESTABLISHED (from facts), DONE, REMAINING, DO NOT RETRY (from failed), "
+          "OPEN QUESTIONS")
+_ITEMS = "then one - line per item, in the order the items were added"
+_VALUES = "an empty, zero or None value still shows"
+_REPEATED = "a repeated item gives a repeated line"
+_READS = ("render only reads the pad: the agent renders it on every lap, so rendering it twice gives the same text and "
+          "leaves every field as it was")
+_DICT = "Dict sections show - key: value"
+_KEY = "The key for a call is its name, a space, and its arguments written canonically"
+_CANONICAL = "f\"{name} {json.dumps(json.loads(arguments), sort_keys=True)}\""
+_FAILURE = "A result is a failure when it is a dict, or JSON text of a dict, with a truthy \"error\""
+_REASON = "Its reason is f\"{error}: {message}\" (just the error when there is no \"message\", or it is empty or null)"
+_TRANSIENT = ("A failure is transient when its \"error\" is \"timeout\" or \"rate_limited\", or its \"status\" is 429 "
+              "or 500 and above")
+_RETRY_LATER = ("Record pad.retry_later[key]: the reason, then (retry after N s) when the result has a number "
+                "\"retry_after\" (N as it is), else (retry later)")
+_ONCE = ("record pad.failed[key] = reason (DO NOT RETRY) once, the first time the call fails; a later failure of the "
+         "same call changes nothing, not even the reason")
+_SUCCESS = "Anything else is a success, including plain text, an empty result and JSON that is not a dict"
+_ONE_LINE = ("Add one line to pad.done: the key, -> , and the first non-blank line of the result cut to its first 80 "
+             "characters (nothing when the result is empty or blank)")
+_AS_IS = "The line is taken as it is, its spaces included, and ends at any line end"
+_JSON = "A dict result is written as json.dumps(result) first; a text result, JSON text included, is used as it is"
+_CLEARS = ("Remove the key from pad.failed and from pad.retry_later if it was there (that key only: the same tool "
+           "called with other arguments keeps its line)")
+_IN_PLACE = "Change pad in place and return it"
+_FITS = "a text fits when it has at most max_tokens tokens"
+_SHED = "Otherwise shed lines one at a time in the order above, no more than needed, until the rendering fits"
+_SHED_ORDER = ("Shed DONE (oldest first), then OPEN QUESTIONS (oldest first), then ESTABLISHED (oldest first), then "
+               "REMAINING (last first)")
+_NEVER = "Never shed the goal or a failure"
+_COPY = "Work on a copy (copy.deepcopy(pad)): the pad given stays as it was"
+_REFUSE = "If the goal and the failures alone do not fit, raise ctxlab.BudgetError with both numbers in the message"
+_DUE = "tokens_before - tokens_after >= min_share * tokens_before"
+_ANY_EVENT = "A re-plan is due when at least one event (any of them, not only the last) has a kind in"
+_KINDS = "ctxlab.replanning.REPLAN_KINDS (\"trim\", \"summarise\", \"summary_failed\")"
+_TEXT = "The text is ctxlab.replanning.REPLAN_HEADER, a newline and GOAL: <goal>"
+_STEPS = "REMAINING: and one - step line per step, in order"
+_FAILURES = "DO NOT RETRY: and one - call: reason line per failure, in the order they were recorded"
+_LEAVE_OUT = "leave out DONE, facts and open questions"
+_ONLY_READS = "replan_after only reads pad and events: it changes neither"
+TAUGHT = {
+    # Scratchpad.render
+    "a blank line separates the goal and the sections": "a blank line separates the goal and the sections",
+    "the first line is 'GOAL: ' and the goal": "the first line is GOAL: followed by the goal",
+    "the goal is a line of its own, not a section": (
+        "the first line is GOAL: followed by the goal", "a blank line separates the goal and the sections"),
+    "a repeated item gives a repeated line": _REPEATED,
+    "a repeated open question gives a repeated line": _REPEATED,
+    "a zero or empty item of a list section still gives its '- ' line": _VALUES,
+    "an empty item of DONE, REMAINING or OPEN QUESTIONS still gives its '- ' line": _VALUES,
+    "an item None still gives its line": _VALUES,
+    "each item is one line starting with '- '": _ITEMS,
+    "facts and failures keep the order they were added (not sorted)": _ITEMS,
+    "items appear in the order they were added": _ITEMS,
+    "open questions show in the order they were added": _ITEMS,
+    "open questions show in the order they were added, not sorted": _ITEMS,
+    "render builds the text from the fields each time: a line added later shows": _READS,
+    "render leaves every field as it was, open questions in their order too": _READS,
+    "render only reads the pad: a second render gives the same text": _READS,
+    "an empty section is left out, heading and all": "an empty section is left out",
+    "DO NOT RETRY comes before OPEN QUESTIONS": _ORDER,
+    "DONE comes before REMAINING": _ORDER,
+    "each heading is followed by a colon": "each section is its heading followed by a colon",
+    "a fact whose value is None still shows": _VALUES,
+    "a fact with an empty value still shows": _VALUES,
+    "an empty or zero value still shows": _VALUES,
+    "dict sections show '- key: value'": _DICT,
+    "facts appear under ESTABLISHED": _ORDER,
+    "a failure with an empty reason still shows under DO NOT RETRY": (_ORDER, _VALUES),
+    "every failure appears as '- call: reason' under DO NOT RETRY": (_ORDER, _DICT),
+    "the documented example renders exactly": ("GOAL: <goal>", "ESTABLISHED: - <fact>: <value>"),
+    # update_scratchpad
+    "a success adds one short line, never the whole result": _ONE_LINE,
+    "each success adds its own DONE line, the same one again included": (_SUCCESS, _ONE_LINE),
+    "a JSON text success shows its own first non-blank line": _JSON,
+    "a dict success is written as json.dumps(result)": _JSON,
+    "a dict success is written with json.dumps and its defaults (characters outside ASCII escaped)": _JSON,
+    "the DONE line holds the first non-blank line as it is, leading spaces included": _AS_IS,
+    "the DONE line holds the first non-blank line as it is, trailing spaces included": _AS_IS,
+    "the DONE line holds the line's first 80 characters as they are, not stripped after the cut": (_ONE_LINE, _AS_IS),
+    "the DONE line uses the first non-blank line of the result": _ONE_LINE,
+    "the first non-blank line ends at any line end (\\r\\n too)": "ends at any line end (\\n, \\r\\n or a lone \\r",
+    "the first non-blank line ends at any line end, a lone \\r too": "ends at any line end (\\n, \\r\\n or a lone \\r",
+    "the cut adds nothing: exactly the first 80 characters": _ONE_LINE,
+    "the result's line is cut to 80 characters, not the whole DONE line": _ONE_LINE,
+    "a later failure of a recorded call changes nothing, not even its place in DO NOT RETRY": _ONCE,
+    "a repeated failure keeps the reason of its first failure": _ONCE,
+    "the key is the call's name and arguments, not its id": _KEY,
+    "an empty or null message gives the error alone as the reason": _REASON,
+    "the reason is 'error: message'": _REASON,
+    "the reason is f\"{error}: {message}\" for any error value (a number, true), not string concatenation": _REASON,
+    "the reason is just the error when there is no message": _REASON,
+    "the pad given is changed in place": _IN_PLACE,
+    "the pad is returned": _IN_PLACE,
+    "update_scratchpad returns the pad after a failure too": _IN_PLACE,
+    "update_scratchpad returns the pad it was given, not an equal copy": _IN_PLACE,
+    "JSON text of a dict is recognised with white space before it": _FAILURE,
+    "a failure adds nothing to DONE": "Add nothing to pad.done",
+    "a failure given as JSON text is recognised": _FAILURE,
+    "the key holds the arguments parsed and written with sorted keys, whatever their spacing": (_KEY, _CANONICAL),
+    "the key holds the arguments: different arguments are different calls": _KEY,
+    "the key's arguments have their keys sorted": _CANONICAL,
+    "JSON that is not a dict is a success": _SUCCESS,
+    "an empty or blank result is a success with nothing after ' -> '": (_SUCCESS, _ONE_LINE),
+    "plain text that is not JSON is a success, not an error": _SUCCESS,
+    "a success clears an earlier failure of the same call": _CLEARS,
+    "a success clears only its own key: the same tool with other arguments keeps its line": _CLEARS,
+    "a RETRY LATER line gives the result's retry_after": _RETRY_LATER,
+    "a later transient failure replaces the RETRY LATER line":
+        "A later transient failure of the same call replaces the line",
+    "a status of 429 or 500 and above is transient": _TRANSIENT,
+    "a success clears the call's RETRY LATER line": _CLEARS,
+    "a timeout or a rate limit is transient: RETRY LATER, not DO NOT RETRY": (_TRANSIENT, _RETRY_LATER),
+    "only a truthy 'error' is a failure: an empty list is not": _FAILURE,
+    "only a truthy 'error' key makes a failure: a 'status' of 'error' is a success": _FAILURE,
+    "only a truthy error is a failure ({'error': null} is a success)": "({\"error\": null} is not a failure)",
+    "a dict failure is recorded with its key (the worked example)": (_FAILURE, _KEY),
+    # render_bounded
+    "the error gives the tokens needed and the cap": "with both numbers in the message: the tokens they take and max_tokens",
+    "the result always fits the cap": _SHED,
+    "goal and failures exactly at the cap fit (no error)": (_FITS, _REFUSE),
+    "a failure is never shed": _NEVER,
+    "a failure with an empty reason is never shed either": _NEVER,
+    "a pad over the cap is shed until it fits": _SHED,
+    "the goal is never shed": _NEVER,
+    "shedding works on a copy of every field: the facts given stay whole": _COPY,
+    "shedding works on a copy of every field: the open questions given stay whole": _COPY,
+    "shedding works on a copy of every field: the plan given stays whole": _COPY,
+    "the pad given is not changed (work on a copy)": _COPY,
+    "goal and failures over the cap raise ctxlab.BudgetError": _REFUSE,
+    "the error is ctxlab.BudgetError, not another error": _REFUSE,
+    "the refusal is ctxlab.BudgetError itself (or a subclass), not a class of one's own with that name": _REFUSE,
+    "DONE is shed before anything else": _SHED_ORDER,
+    "DONE is shed oldest first": _SHED_ORDER,
+    "ESTABLISHED goes before REMAINING": _SHED_ORDER,
+    "ESTABLISHED is shed oldest first": _SHED_ORDER,
+    "lines are shed one at a time in every section, stopping as soon as it fits": _SHED,
+    "lines are shed one at a time, no more than needed": _SHED,
+    "shedding stops as soon as the text fits, at exactly the cap too": (_SHED, _FITS),
+    "REMAINING is shed from its end: the next step goes last": (_SHED_ORDER, "the next step is the last to go"),
+    "OPEN QUESTIONS are shed oldest first": _SHED_ORDER,
+    "OPEN QUESTIONS go before ESTABLISHED": _SHED_ORDER,
+    "a pad that fits, even exactly at the cap, comes back unchanged": (
+        "If pad.render() fits in max_tokens, return it unchanged", _FITS),
+    "thirty DONE lines under a 60-token cap keep the newest": _SHED_ORDER,
+    # replan_after
+    "exactly min_share taken out is due (>=)": _DUE,
+    "the share is what was taken out, not what is left": _DUE,
+    "each of the three kinds counts, summary_failed too": _KINDS,
+    "the goal comes right after the header, before the plan": _TEXT,
+    "the message starts with ctxlab.replanning.REPLAN_HEADER": _TEXT,
+    "every failure is listed under DO NOT RETRY": _FAILURES,
+    "the re-plan lists every failure, one with an empty reason too": _FAILURES,
+    "the re-plan lists the failures in the order they were recorded, not sorted": _FAILURES,
+    "DONE, facts and open questions are left out": _LEAVE_OUT,
+    "replan_after only reads the events: it adds nothing to them": _ONLY_READS,
+    "replan_after only reads the events: their order stays": _ONLY_READS,
+    "replan_after only reads the pad: DONE, facts and questions stay in it": _ONLY_READS,
+    "a big cut is due even when a small one comes after it": _ANY_EVENT,
+    "each event is judged on its own share, not added to the others": (_ANY_EVENT, _DUE),
+    "every event of the lap is looked at, not only the last": _ANY_EVENT,
+    "an empty REMAINING or DO NOT RETRY is left out": "Leave out a section that is empty",
+    "only ctxlab.replanning.REPLAN_KINDS make a re-plan due: small_talk does not": (_KINDS, "Other kinds never do"),
+    "only trim, summarise and summary_failed events count": (_KINDS, "Other kinds never do"),
+    "the re-plan lists a repeated step each time": _STEPS,
+    "the re-plan lists every remaining step, however many": _STEPS,
+    "the re-plan lists every step, an empty or zero one too": _STEPS,
+    "the remaining steps are listed in order, next step first": _STEPS,
+    "the cut comes from tokens_before and tokens_after alone": _DUE,
+    "the share is of tokens_before": _DUE,
+    "a change that took out less than min_share gives None": ("When no re-plan is due, return None", _DUE),
+    "a cut of a quarter or more by a cutting kind calls for a re-plan": (_ANY_EVENT, _DUE),
+    "an event that grew the context took nothing out": _DUE,
+    "the cut is compared exactly with min_share * tokens_before: 24.9% is under a quarter": _DUE,
+    "the message has role user": "Otherwise return the message {\"role\": \"user\", \"content\": text}",
+    "the result is a message dict, not the text": "Otherwise return the message {\"role\": \"user\", \"content\": text}",
+    "min_share is the threshold": _DUE,
+    "the worked example renders exactly": ("GOAL: Refund order FH-1", "- issue_refund {}: refund_declined: card closed"),
+    "tokens_before of 0 is not due and raises nothing": "An event with tokens_before of 0 never makes one due",
+    # concept checks: the lesson's text that makes the right answer right
+    "Q1: the scratchpad goes last for attention, after the cacheable prefix": (
+        "The scratchpad is the final message of every prompt",
+        "the start belongs to the static prefix (system prompt, tool schemas), so the current state goes at the end"),
+    "Q2: code records failures deterministically": (
+        "Code is deterministic, costs no tokens and needs no model call", "the failures never depend on it noticing"),
+    "Q3: shed by priority, keep goal and failures": ("Two things are never shed", "DONE, oldest first"),
+    "Q4: short-term is the growing transcript, working memory the rewritten scratchpad": (
+        "the run's transcript: user, assistant and tool messages, in order",
+        "in the window, as one small message that code rewrites"),
+    "Q4: the model keeps nothing between calls": "The model itself keeps nothing between calls",
+    "Q4: working memory is sent to the model as the last message": "The scratchpad is the final message of every prompt",
+}
