@@ -101,7 +101,7 @@ def exercise_texts(lesson: str) -> dict[str, tuple[str, str]]:
 
 
 # Lessons whose RULES carry `taught` words; issue 56 step 3 maps the rest, lesson by lesson.
-MAPPED = {"01-budget", "02-trimming", "03-summarising", "04-scratchpad"}
+MAPPED = {"01-budget", "02-trimming", "03-summarising", "04-scratchpad", "05-age-compression"}
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

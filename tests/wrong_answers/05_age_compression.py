@@ -1061,3 +1061,140 @@ RULES += [
     dict(rule="compress_history returns a new list even when nothing is old enough", test="compress-history-input-unchanged",
          wrong="returns-the-input-when-nothing-is-old"),
 ]
+
+# The visible tests that check each docstring's example.
+RULES += [
+    dict(rule="the docstring's example: a cut list keeps its first items and says how many were left out",
+         test="compress-visible", wrong="keeps-the-last-items"),
+    dict(rule="the docstring's example: the note counts in the cap", test="compress-visible",
+         wrong="note-not-counted-in-the-cap"),
+    dict(rule="the docstring's example: an old result is compressed, a recent one is not",
+         test="compress-history-visible", wrong="compresses-recent-results"),
+    dict(rule="the docstring's example: the history given is left as it was", test="compress-history-visible",
+         wrong="mutates-the-history"),
+    dict(rule="the docstring's example: a saved result resolves by its reference", test="result-store-visible",
+         wrong="reference-cannot-be-resolved"),
+]
+
+# The words of each exercise's text that state each rule (tests/test_rule_map.py checks them).
+_AT_MOST = "It returns a string of at most max_chars characters"
+_FITS = "A string that fits (at most max_chars, exactly max_chars included) is returned unchanged"
+_CUT = ("A longer one keeps the longest start that fits together with the note f\"\\n[truncated from "
+        "{len(text):,} chars]\", and ends with the note")
+_AS_TEXT = "A string is always cut as text, even when it holds JSON"
+_LIST = ("Otherwise keep the largest number k of leading items such that json.dumps(result[:k]) plus the note "
+         "f\"\\n[{len(result) - k} more items not shown, {len(result)} in all]\" fits")
+_DEFAULTS = "json.dumps is called with its defaults, so characters outside ASCII are escaped"
+_TOO_SMALL = ("When max_chars is too small even for the note (for a list: for [] and its note), return the last "
+              "max_chars characters of the note")
+_OLDER = "a tool result whose age step - message[\"step\"] is more than keep_full_for gets a new dict"
+_COPY = "a copy of the message with content replaced by ctxlab.compress(content, max_chars)"
+_OTHER = ("every other message is kept as it is (it may have no step: a new user message has none yet), an "
+          "assistant's tool_calls and their arguments included")
+_NEW_LIST = "Return a new list, one message per message in the same order, and leave messages unchanged"
+_AGE = "Age counts laps from the step you are given, which may be later than the newest message"
+_SAVE = ("save(message) stores a tool message's content, commits, and returns a reference: a string that identifies "
+         "that saved result, different for every save")
+_SHARED = ("two results may share a tool_call_id, even in one lap, or have the same content; real runs reuse "
+           "call ids")
+_REOPENED = "also after the file is reopened or while another ResultStore has the same file open"
+_EXACT = "resolve(ref) returns the stored content, exactly the string that was saved"
+_UNKNOWN = ("For a reference that is not in the store, whatever it looks like, raise KeyError with a message that "
+            "names it")
+_ONLY = "Only the exact strings save returned are references: any other string is unknown"
+_CLOSE = "close() closes the connection; the store cannot be used after it"
+TAUGHT = {
+    # compress
+    "a dict is compressed as json.dumps(result)": "A dict: json.dumps(result), then treat it as a string",
+    "a result of exactly max_chars fits (<=)": _FITS,
+    "a result one character over max_chars is cut": (_FITS, _CUT),
+    "a string that fits comes back unchanged, trailing newlines included": _FITS,
+    "lists and dicts are written by json.dumps with its defaults (non-ASCII escaped)": _DEFAULTS,
+    "max_chars counts characters (len(text)), not UTF-8 bytes": _AT_MOST,
+    "the result passed in is not modified": "result itself is left unchanged",
+    "a cut list keeps its first items, in order": _LIST,
+    "the list note gives the items left out and the total": _LIST,
+    "the list note has plain numbers, no thousands separators": "plain numbers in this note, with no thousands separators",
+    "a cut list keeps the largest k whose head and note fit (<=)": _LIST,
+    "a cut list keeps the largest k, however many items fit": _LIST,
+    "a cut list's head is json.dumps with its defaults: its escaped text is what must fit": (
+        _DEFAULTS, "that escaped text is what must fit"),
+    "k = 0 is a k: when no item fits but '[]' and the note do, return them": "k may be 0: then the text is [] and the note",
+    "a cap smaller than the note gives the note's last max_chars characters": _TOO_SMALL,
+    "a cap smaller than the note gives the note's last max_chars characters, a cap of 1 too": _TOO_SMALL,
+    "never more than max_chars, even when the cap is smaller than the note": (_AT_MOST, _TOO_SMALL),
+    "the note counts in the cap: never more than max_chars": (_AT_MOST, _CUT),
+    "under a list cap too small for '[]' and the note, the last max_chars characters of the note alone": _TOO_SMALL,
+    "a string is cut as text, even when it holds JSON": _AS_TEXT,
+    "cut text keeps its start": _CUT,
+    "cut text keeps the longest start that fits": _CUT,
+    "cut text and lists say that they were cut": (_CUT, _LIST),
+    "the original length is written with thousands separators ({:,})": _CUT,
+    "the text note gives the original length": _CUT,
+    "the truncated note gives the text's length in characters, not bytes": _CUT,
+    "the docstring's example: a cut list keeps its first items and says how many were left out": _LIST,
+    "the docstring's example: the note counts in the cap": (_AT_MOST, _LIST),
+    # compress_history
+    "the defaults are keep_full_for=2 and max_chars=1_000":
+        "compress_history(messages, step, keep_full_for=2, max_chars=1_000)",
+    "compress_history returns a new list even when nothing is old enough": _NEW_LIST,
+    "the history passed in is not modified": _NEW_LIST,
+    "keep_full_for is used": _OLDER,
+    "a compressed result keeps every other field": _COPY,
+    "a compressed result keeps its tool_call_id": (_COPY, "In particular tool_call_id must stay"),
+    "max_chars is used": _COPY,
+    "an assistant's tool calls and their arguments are never changed": _OTHER,
+    "messages that are not tool results are never changed": _OTHER,
+    "only a tool result's age is read: a message without a step is kept as it is": _OTHER,
+    "age is counted from the step given, not from the newest message": _AGE,
+    "older results become ctxlab.compress(content, max_chars)": _COPY,
+    "older results become exactly ctxlab.compress(content, max_chars), JSON text passed as the string": (
+        _COPY, "A tool result's content is a string here"),
+    "a result exactly keep_full_for laps old stays in full (>, not >=)": _OLDER,
+    "age counts laps, not results: every parallel result of a recent lap stays in full": (_OLDER, _AGE),
+    "old results are compressed while recent ones stay in full": _OLDER,
+    "the docstring's example: an old result is compressed, a recent one is not": _OLDER,
+    "the docstring's example: the history given is left as it was": _NEW_LIST,
+    # ResultStore
+    "after close() the store cannot be used, a store kept in a file too": _CLOSE,
+    "close() closes the connection": _CLOSE,
+    "the KeyError names the reference": _UNKNOWN,
+    "references stay unique after the file is reopened": (_SAVE, _REOPENED),
+    "references stay unique while two stores have the file open": (_SAVE, _REOPENED),
+    "every save gets its own reference, even with a shared tool_call_id": (_SAVE, _SHARED),
+    "saving the same content twice gives two references": (_SAVE, _SHARED),
+    "two saves of one call in one lap get different references": (_SAVE, _SHARED),
+    "ResultStore() with no path is a new, empty store in memory": "ResultStore() is a new, empty store in memory",
+    "a reference save() returns resolves to its result": _EXACT,
+    "an empty result saved resolves to '', not KeyError": _EXACT,
+    "resolve returns exactly the string saved, characters outside ASCII included": _EXACT,
+    "resolve returns exactly the string that was saved": _EXACT,
+    "every save() commits at once, not every other one": _SAVE,
+    "opening an existing file keeps its table (CREATE TABLE IF NOT EXISTS)": "creates its table if it is not there yet",
+    "results are kept in the database file, not in memory": "opens (or creates) the database at path",
+    "save commits": _SAVE,
+    "save commits at once: another store on the file sees the result before close()": _SAVE,
+    "a malformed reference raises KeyError too": _UNKNOWN,
+    "a tool_call_id is not a reference: it raises KeyError": (_ONLY, "a call's tool_call_id"),
+    "an unknown reference raises KeyError whatever it looks like, one that reads as SQL too": _UNKNOWN,
+    "an unknown reference raises KeyError, not another error": _UNKNOWN,
+    "an unknown reference raises, it does not return None": _UNKNOWN,
+    "only references save() returned resolve, not any text holding the same digits": _ONLY,
+    "only references save() returned resolve, not any text of the same length ending in the number": _ONLY,
+    "only references save() returned resolve, not other text ending in the same number": _ONLY,
+    "only the exact string save() returned resolves: not one SQLite reads as the same number": (
+        _ONLY, "a reference with a space or .0 added (which SQLite or int() may read as the same number)"),
+    "only the exact string save() returned resolves: not one with a space that int() ignores": (
+        _ONLY, "a reference with a space or .0 added"),
+    "the docstring's example: a saved result resolves by its reference": _EXACT,
+    # concept checks: the lesson's text that makes the right answer right
+    "Q1: the newest results are needed in full, older ones were acted on": (
+        "A result from this lap may need all of it, because the agent is reasoning about it now",
+        "A result from eight laps ago has already been acted on"),
+    "Q2: compression keeps tool_call_id, or the pair breaks": "In particular tool_call_id must stay, or the API rejects the request",
+    "Q3: full results live in a durable store": "It must be durable, which means a database file written to disk and committed",
+    "Q4: drop file reads after use, keeping a reference, comes first": (
+        "Replace each with a one-line reference stub", "every full message is written to a trajectory store"),
+    "Q5: long-term memory is stored outside the context and retrieved when relevant": (
+        "is kept there and retrieved into a prompt only when a lap needs it"),
+}
