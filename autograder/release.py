@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["lessons_in", "release", "hidden_markers_in", "nbgrader_env", "ReleaseError"]
+__all__ = ["lessons_in", "release", "hidden_markers_in", "nbgrader_env", "add_explanations", "ReleaseError"]
 
 LESSON_PATTERN = re.compile(r"^\d\d-[a-z0-9-]+$")
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
@@ -92,9 +92,26 @@ def release(root: Path | str = ".", lessons: list[str] | None = None, *, out=pri
                 leaks = hidden_markers_in(notebook)
                 if leaks:
                     raise ReleaseError(f"{notebook} still holds hidden markers: {leaks}")
+                add_explanations(notebook, root / "solutions" / lesson / notebook.name, lesson)
                 out(f"released {notebook.relative_to(root)}")
             written += notebooks
     return written
+
+
+def add_explanations(notebook: Path, solution: Path, lesson: str) -> None:
+    """Seal each concept check's explanation into the learner notebook's metadata, for
+    ``ctxlab.course.explain`` (see ``ctxlab/course/explaining.py``): a learner who never grades
+    still reads why an answer is right, once theirs is."""
+    from ctxlab.course.explaining import sealed_explanations
+
+    try:
+        sealed = sealed_explanations(lesson, json.loads(solution.read_text(encoding="utf-8")))
+    except ValueError as err:
+        raise ReleaseError(str(err)) from None
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    own = data.setdefault("metadata", {}).setdefault("ctxlab", {})
+    own.update(lesson=lesson, explanations=sealed)
+    notebook.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def register(commands) -> None:

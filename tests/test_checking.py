@@ -255,3 +255,64 @@ def test_every_lesson_checks_clean_with_its_solution_and_fails_blank(folder):
             assert summary["passed"] == summary["exercises"], summary["text"]
         else:
             assert summary["passed"] == 0 and summary["points"] == 0, summary["text"]
+
+
+def test_an_exercises_tests_run_in_order_in_one_scope(tmp_path):
+    """A helper the first visible test defines reaches the later ones, as when the cells run in
+    order: after a restart, a learner who runs only the answer cell and check() is told the truth."""
+    cells = [
+        markdown("### Exercise 1 · Count (2 points)"),
+        answer("count"),
+        graded("count-visible", '"""Visible: helper."""\ndef _count(x):\n    return count(x)\nassert _count(1) == 1'),
+        graded("count-more", '"""Visible: more."""\nassert _count(2) == 2, "count(2) should be 2"'),
+    ]
+    path = tmp_path / "scope.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}}))
+    namespace = {"count": lambda x: x}
+    report = ctxlab.course.check("count", notebook=path, namespace=namespace)
+    assert report.passed, str(report)
+    assert namespace == {"count": namespace["count"]}, "the tests' helpers stay out of the learner's names"
+
+
+def test_a_missing_name_is_traced_to_the_cell_of_the_lesson_that_defines_it(tmp_path):
+    cells = [
+        markdown("## 2 · The data\n\nLoad it."),
+        code("import json\nrecords = json.loads('[1, 2]')\n"),
+        markdown("### Exercise 1 · Sum (1 point)"),
+        answer("total", "def total(xs):\n    return sum(xs)"),
+        graded("total-visible", '"""Visible: the records."""\nassert total(records) == 3'),
+    ]
+    path = tmp_path / "names.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}}))
+    report = ctxlab.course.check("total", notebook=path, namespace={"total": sum})
+    (outcome,) = report.outcomes
+    assert outcome.message == (
+        "name 'records' is not defined: the cell under '2 · The data' that begins `import json` defines it; "
+        "run that cell (after a restart, Run All Above), then check again")
+    report = ctxlab.course.check("total", notebook=path, namespace={"records": [1, 2]})
+    assert "the answer cell total defines it" in report.outcomes[0].message
+
+
+def test_defining_cells_reads_what_each_kind_of_statement_binds():
+    source = (
+        "import os.path as p, sys\nfrom math import pi\nfor i, (j, k) in []: pass\n"
+        "with open('f') as handle: pass\nif True:\n    inner = 1\ntry:\n    tried = 1\n"
+        "except Exception:\n    handled = 1\nclass C: pass\ntotal: int = 0\ntotal += 1\n%time after = 1\n"
+    )  # a magic is read as IPython runs it: the cell parses, the magic's own code is not read
+    found = ctxlab.course.checking.defining_cells({"cells": [code(source)]})
+    assert {"p", "sys", "pi", "i", "j", "k", "handle", "inner", "tried", "handled", "C", "total"} <= set(found)
+
+
+def test_the_real_lesson_checks_an_answer_after_a_restart_without_its_test_cells_run():
+    """Lesson 01's count_chat, run on its own with the lesson's set-up: every visible test runs,
+    though the first one defines the helper `_count_chat` the others use."""
+    (released,) = sorted((REPO / "course" / "01-budget").glob("*.ipynb"))
+    (source,) = sorted((REPO / "solutions" / "01-budget").glob("*.ipynb"))
+    answers = solution_sources(json.loads(source.read_text(encoding="utf-8")))
+    cells = json.loads(released.read_text(encoding="utf-8"))["cells"]
+    setup = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "import ctxlab" in "".join(c["source"]))
+    namespace: dict = {}
+    exec(setup, namespace)  # after a restart: the lesson's set-up cell, then the answer cell, and nothing else
+    exec(answers["count-chat"], namespace)
+    report = ctxlab.course.check("count-chat", notebook=released, namespace=namespace)
+    assert report.passed, str(report)

@@ -1,6 +1,7 @@
 """The course's part of ctxlab: what the lessons need and an agent does not.
 
-Its modules: ``checking`` (a lesson's visible tests), ``environment`` (the first cell of every
+Its modules: ``checking`` (a lesson's visible tests), ``explaining`` (why a concept check's
+answer is right, once yours is), ``environment`` (the first cell of every
 lesson), ``transcripts`` (the course's generated runs and ``data/real/``), ``layout`` and
 ``layout_html`` (what the window holds lap by lap, and its picture), ``runs`` (a transcript
 replayed by name), ``widgets`` (the
@@ -23,6 +24,7 @@ from ..messages import strip_course_keys
 from ..tokens import COURSE_KEYS
 from .checking import check, check_all, yours_or_reference
 from .environment import check_environment
+from .explaining import explain
 from .layout import TranscriptLayout, WindowLayout, layout_window
 from .layout_html import render_layout_html
 from .runs import replay
@@ -33,6 +35,7 @@ __all__ = [
     "check",
     "check_all",
     "yours_or_reference",
+    "explain",
     "check_environment",
     # the course's transcripts, and the keys they carry that are never sent or counted
     "transcript_names",

@@ -48,7 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check", "check_all", "yours_or_reference", "ExerciseReport", "LessonReport", "CheckResult", "lesson_exercises"]
+__all__ = [
+    "check", "check_all", "yours_or_reference", "ExerciseReport", "LessonReport", "CheckResult", "lesson_exercises",
+    "defining_cells",
+]
 
 # Spelt in two parts so that this file holds no grading marker (the learner-only export refuses one).
 _MARKER = "HIDDEN " + "TESTS"
@@ -173,6 +176,64 @@ def lesson_exercises(notebook: Mapping[str, Any]) -> list[Exercise]:
     return [e for e in exercises if e.tests]
 
 
+def _bound_names(statements: list[ast.stmt]) -> list[str]:
+    """The names a cell's top-level statements bind (definitions, assignments, imports, loops)."""
+    names: list[str] = []
+    for node in statements:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            targets = node.targets if isinstance(node, ast.Assign) else [
+                getattr(node, "target", None), *[i.optional_vars for i in getattr(node, "items", [])]]
+            names += [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
+        for block in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, block, None)
+            if inner and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names += _bound_names([s for s in inner if isinstance(s, ast.stmt)] +
+                                      [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
+    return names
+
+
+def defining_cells(notebook: Mapping[str, Any]) -> dict[str, str]:
+    """Each name a code cell of the lesson defines, with the first cell that does, in words.
+
+    >>> nb = {"cells": [{"cell_type": "markdown", "source": "## 2 · Counting"},
+    ...     {"cell_type": "code", "metadata": {}, "source": "enc = ctxlab.encoding()"}]}
+    >>> defining_cells(nb)["enc"]
+    "the cell under '2 · Counting' that begins `enc = ctxlab.encoding()`"
+    """
+    found: dict[str, str] = {}
+    section = ""
+    for cell in notebook.get("cells", []):
+        source = _text(cell.get("source"))
+        if cell.get("cell_type") == "markdown":
+            headings = [line.lstrip("#").strip() for line in source.splitlines() if re.match(r"#{1,3}\s", line)]
+            section = headings[-1] if headings else section
+            continue
+        if cell.get("cell_type") != "code":
+            continue
+        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        visible = _visible_part(source)
+        try:
+            names = _bound_names(ast.parse(_python(visible)).body)
+        except SyntaxError:
+            continue
+        if meta.get("grade") and not meta.get("solution"):
+            where = f"the test cell {meta.get('grade_id')}"
+        elif meta.get("solution"):
+            where = f"the answer cell {meta.get('grade_id')}"
+        else:
+            first = next((line.strip() for line in visible.splitlines() if line.strip() and not line.startswith("#")), "")
+            first = first if len(first) <= 60 else first[:57] + "..."
+            where = (f"the cell under {section!r} that begins `{first}`" if section
+                     else f"the cell that begins `{first}`")
+        for name in names:
+            found.setdefault(name, where)
+    return found
+
+
 def _find(name: Any, exercises: list[Exercise], where: str) -> Exercise:
     if isinstance(name, int) and not isinstance(name, bool):
         found = [e for e in exercises if name in e.numbers]
@@ -267,8 +328,9 @@ def _where(tb: Any, test_file: str) -> tuple[str | None, int | None, str | None]
     return frame.name, frame.lineno, frame.filename
 
 
-def _explain(err: BaseException, test: GradeCell, test_file: str) -> str:
-    """Why a test failed, in a sentence or two, from the exception it raised."""
+def _explain(err: BaseException, test: GradeCell, test_file: str, definers: Mapping[str, str]) -> str:
+    """Why a test failed, in a sentence or two, from the exception it raised; a missing name is
+    traced to the cell of the lesson that defines it (``definers``, from :func:`defining_cells`)."""
     inner = err.__cause__ or err.__context__
     if isinstance(err, AssertionError) and isinstance(inner, NotImplementedError):
         err = inner  # a test that wrapped the stub's error: the answer is simply not done yet
@@ -287,6 +349,9 @@ def _explain(err: BaseException, test: GradeCell, test_file: str) -> str:
             "`raise NotImplementedError()`, run its cell, then check again"
         )
     if isinstance(err, NameError):
+        cell = definers.get(getattr(err, "name", None) or "")
+        if cell:
+            return f"{text}: {cell} defines it; run that cell (after a restart, Run All Above), then check again"
         return f"{text}: run the exercise's answer cell (and the cells above it) first, then check again"
     where = ""
     if function:
@@ -294,9 +359,9 @@ def _explain(err: BaseException, test: GradeCell, test_file: str) -> str:
     return f"your code raised {type(err).__name__}: {text}{where}"
 
 
-def _run(test: GradeCell, namespace: MutableMapping[str, Any]) -> CheckResult:
+def _run(test: GradeCell, scope: MutableMapping[str, Any], definers: Mapping[str, str] | None = None) -> CheckResult:
+    """Run one test in ``scope``, a copy of the learner's names that the exercise's tests share."""
     test_file = _TEST_FILE.format(test.grade_id)
-    scope = dict(namespace)  # the test reads your definitions but leaves your notebook's names alone
     out = io.StringIO()
     source = _python(test.source)
     linecache.cache[test_file] = (len(source), None, source.splitlines(True), test_file)  # for the failing line
@@ -307,7 +372,8 @@ def _run(test: GradeCell, namespace: MutableMapping[str, Any]) -> CheckResult:
     except KeyboardInterrupt:
         raise
     except BaseException as err:  # report every failure, SystemExit included; never stop the notebook
-        return CheckResult(test.grade_id, test.points, False, _explain(err, test, test_file), test.purpose, out.getvalue())
+        message = _explain(err, test, test_file, definers or {})
+        return CheckResult(test.grade_id, test.points, False, message, test.purpose, out.getvalue())
     return CheckResult(test.grade_id, test.points, True, "", test.purpose, out.getvalue())
 
 
@@ -435,7 +501,7 @@ def _namespace(namespace: MutableMapping[str, Any] | None) -> MutableMapping[str
     return sys._getframe(2).f_globals  # the caller of check() or check_all(): a plain script
 
 
-def _load(notebook: str | os.PathLike[str] | None, namespace: Mapping[str, Any]) -> tuple[Path, list[Exercise]]:
+def _read(notebook: str | os.PathLike[str] | None, namespace: Mapping[str, Any]) -> tuple[Path, dict]:
     path = _notebook_path(notebook, namespace)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -443,13 +509,24 @@ def _load(notebook: str | os.PathLike[str] | None, namespace: Mapping[str, Any])
         raise FileNotFoundError(f"no notebook at {path}; pass notebook='name.ipynb'") from None
     except (OSError, ValueError) as err:
         raise ValueError(f"cannot read {path} as a notebook: {err}") from None
-    return path, lesson_exercises(data)
+    return path, data
 
 
-def _report(exercise: Exercise, namespace: MutableMapping[str, Any]) -> ExerciseReport:
+def _load(
+    notebook: str | os.PathLike[str] | None, namespace: Mapping[str, Any]
+) -> tuple[Path, list[Exercise], dict[str, str]]:
+    path, data = _read(notebook, namespace)
+    return path, lesson_exercises(data), defining_cells(data)
+
+
+def _report(exercise: Exercise, namespace: MutableMapping[str, Any], definers: Mapping[str, str]) -> ExerciseReport:
+    """Run the exercise's visible tests in order, in one copy of the learner's names: a helper
+    the first test defines (``_count_chat``) is there for the next, as when the cells are run in
+    order, and the learner's own names are left alone."""
     hidden = [t for t in exercise.tests if t.hidden]
+    scope = dict(namespace)
     return ExerciseReport(
-        exercise.name, exercise.title, [_run(t, namespace) for t in exercise.visible],
+        exercise.name, exercise.title, [_run(t, scope, definers) for t in exercise.visible],
         sum(t.points for t in hidden), len(hidden),
     )
 
@@ -474,10 +551,10 @@ def check(
     """
     scope = _namespace(namespace)
     try:
-        path, exercises = _load(notebook, scope)
+        path, exercises, definers = _load(notebook, scope)
     except (FileNotFoundError, ValueError) as err:
         return ExerciseReport(str(exercise), f"Cannot check {exercise!r}: {err}", [], 0, 0)
-    return _report(_find(exercise, exercises, path.name), scope)
+    return _report(_find(exercise, exercises, path.name), scope, definers)
 
 
 def check_all(
@@ -500,12 +577,12 @@ def check_all(
     """
     scope = _namespace(namespace)
     try:
-        path, found = _load(notebook, scope)
+        path, found, definers = _load(notebook, scope)
     except (FileNotFoundError, ValueError) as err:
         return LessonReport("", [], str(err))
     if exercises is not None:
         found = [_find(name, found, path.name) for name in exercises]
-    return LessonReport(path.name, [_report(e, scope) for e in found])
+    return LessonReport(path.name, [_report(e, scope, definers) for e in found])
 
 
 def _example() -> Path:
