@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.release import add_explanations
+
 from .packing import WrongAnswer, answers_reached, notebook_cells, packs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -209,6 +211,7 @@ def students_of(root: Path, lesson: str) -> Released:
     """
     nbgrader(root, "generate_assignment", lesson, "--force")
     (source_nb,) = sorted((root / "solutions" / lesson).glob("*.ipynb"))
+    add_explanations(root / "course" / lesson / source_nb.name, source_nb, lesson)  # as `make release` does
     released = json.loads((root / "course" / lesson / source_nb.name).read_text(encoding="utf-8"))
     answers = solution_sources(json.loads(source_nb.read_text(encoding="utf-8")))
     students = {"solution": fill(released, answers), "blank": released,

@@ -35,6 +35,7 @@ from support.pipeline import (  # noqa: E402
     sandbox_available,
     solution_sources,
 )
+from autograder.release import add_explanations  # noqa: E402
 
 __all__ = ["read_probe", "main"]
 
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     root = copy_course(work / "course-root")
     nbgrader(root, "generate_assignment", args.lesson, "--force")
     (source_nb,) = sorted((root / "solutions" / args.lesson).glob("*.ipynb"))
+    add_explanations(root / "course" / args.lesson / source_nb.name, source_nb, args.lesson)  # as `make release` does
     released = json.loads((root / "course" / args.lesson / source_nb.name).read_text(encoding="utf-8"))
     answers = solution_sources(json.loads(source_nb.read_text(encoding="utf-8")))
     students = {"solution": fill(released, answers)}

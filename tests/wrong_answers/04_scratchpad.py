@@ -47,8 +47,10 @@ def update_scratchpad(pad, call, result):
         if data["error"] in ("timeout", "rate_limited") or (isinstance(status, int) and (status == 429 or status >= 500)):
             wait = data.get("retry_after")
             when = f"retry after {wait} s" if isinstance(wait, (int, float)) and not isinstance(wait, bool) else "retry later"
-            pad.retry_later[key] = f"{reason} ({when})"
+            if key not in pad.failed:
+                pad.retry_later[key] = f"{reason} ({when})"
         else:
+            pad.retry_later.pop(key, None)
             pad.failed.setdefault(key, reason)
         return pad
     pad.failed.pop(key, None)
@@ -234,7 +236,11 @@ WRONG_ANSWERS = [
     dict(name="first-transient-failure-kept", fails=["update-scratchpad-transient-retry-later"],
          **update(('pad.retry_later[key] = f"{reason} ({when})"', 'pad.retry_later.setdefault(key, f"{reason} ({when})")'))),
     dict(name="success-keeps-retry-later", fails=["update-scratchpad-transient-retry-later"],
-         **update(("    pad.retry_later.pop(key, None)\n", ""))),
+         **update(("    pad.failed.pop(key, None)\n    pad.retry_later.pop(key, None)\n", "    pad.failed.pop(key, None)\n"))),
+    dict(name="retries-later-what-failed-for-good", fails=["update-scratchpad-transient-retry-later"],
+         **update(("if key not in pad.failed:", "if True:"))),
+    dict(name="permanent-failure-keeps-retry-later", fails=["update-scratchpad-transient-retry-later"],
+         **update(("        else:\n            pad.retry_later.pop(key, None)\n", "        else:\n"))),
     dict(name="returns-a-new-pad", fails=["update-scratchpad-in-place-and-returned"],
          **update(("    key = f\"", "    pad = copy.deepcopy(pad)\n    key = f\""))),
     dict(name="forgets-to-return-the-pad", fails=["update-scratchpad-in-place-and-returned"],
@@ -472,6 +478,10 @@ RULES = [
          wrong="retry-after-ignored"),
     dict(rule="a later transient failure replaces the RETRY LATER line", test="update-scratchpad-transient-retry-later",
          wrong="first-transient-failure-kept"),
+    dict(rule="a transient failure of a call under DO NOT RETRY adds no RETRY LATER line",
+         test="update-scratchpad-transient-retry-later", wrong="retries-later-what-failed-for-good"),
+    dict(rule="a permanent failure removes the call's RETRY LATER line",
+         test="update-scratchpad-transient-retry-later", wrong="permanent-failure-keeps-retry-later"),
     dict(rule="a success clears the call's RETRY LATER line", test="update-scratchpad-transient-retry-later",
          wrong="success-keeps-retry-later"),
     dict(rule="the pad given is changed in place", test="update-scratchpad-in-place-and-returned",
@@ -1262,6 +1272,10 @@ TAUGHT = {
         "A later transient failure of the same call replaces the line",
     "a status of 429 or 500 and above is transient": _TRANSIENT,
     "a success clears the call's RETRY LATER line": _CLEARS,
+    "a transient failure of a call under DO NOT RETRY adds no RETRY LATER line":
+        "its permanent failure removes its RETRY LATER line, and a later transient failure of it adds none",
+    "a permanent failure removes the call's RETRY LATER line":
+        "its permanent failure removes its RETRY LATER line, and a later transient failure of it adds none",
     "a timeout or a rate limit is transient: RETRY LATER, not DO NOT RETRY": (_TRANSIENT, _RETRY_LATER),
     "only a truthy 'error' is a failure: an empty list is not": _FAILURE,
     "only a truthy 'error' key makes a failure: a 'status' of 'error' is a success": _FAILURE,
