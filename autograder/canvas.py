@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .report import FORMULA_STARTS
 
-__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "Change", "ID_COLUMNS", "read_export",
+__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "Change", "ID_COLUMNS", "EXCUSED", "read_export",
            "match_students", "map_lessons", "fill_in", "write_export", "read_grades", "register"]
 
 ID_COLUMNS = ("ID", "SIS User ID", "SIS Login ID", "Integration ID")
@@ -51,6 +51,11 @@ IDENTITY_COLUMNS = frozenset({"Student", "Section", *ID_COLUMNS})
 
 ASSIGNMENT = re.compile(r"^(?P<title>.*\S)\s*\((?P<id>\d+)\)$")
 """An assignment column: its title, then its Canvas id in parentheses."""
+
+
+EXCUSED = frozenset({"EX", "N/A"})
+"""Marks Canvas writes in a grade cell for an excused learner or one the assignment does not
+apply to; a number written over them ends the excusal, so :func:`fill_in` keeps them."""
 
 
 class CanvasError(ValueError):
@@ -117,7 +122,7 @@ def read_export(text: str) -> Export:
     Raises :class:`CanvasError` when the file is not a gradebook export: no ``Student`` column,
     no id column, or no assignment column.
     """
-    rows = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"), newline="")))
+    rows, lines = _parse(text.removeprefix("\ufeff"))
     if not rows or "Student" not in [cell.strip() for cell in rows[0]]:
         first = ", ".join(rows[0][:6]) if rows else "nothing"
         raise CanvasError(
@@ -125,7 +130,13 @@ def read_export(text: str) -> Export:
             f"and it reads {first!r}; in Canvas, open Grades > Export > Export Entire Gradebook and use that file")
     header = [cell.strip() for cell in rows[0]]
     width = len(header)
-    rows = [row + [""] * (width - len(row)) if len(row) < width else row for row in rows]
+    for row, line in zip(rows, lines):
+        if row and len(row) != width:
+            raise CanvasError(
+                f"line {line} of the export has {len(row)} cells where its header has {width}: a quote or a comma "
+                "out of place (an edit in a spreadsheet, or a cut-off file) shifts every cell after it, and Canvas "
+                "refuses such a file too; export the gradebook again, or fix that line")
+    rows = [row or [""] * width for row in rows]
     column = {name: index for index, name in reversed(list(enumerate(header)))}
     id_columns = [name for name in ID_COLUMNS if name in column]
     if not id_columns:
@@ -162,6 +173,25 @@ def read_export(text: str) -> Export:
     return Export(rows, assignments, students, read_only, id_columns)
 
 
+def _parse(text: str) -> tuple[list[list[str]], list[int]]:
+    """The rows of CSV ``text`` read strictly, each with the line it starts on."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows, lines = [], []
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return rows, lines
+        except csv.Error as err:
+            raise CanvasError(
+                f"the export is not valid CSV from line {start} on ({err}): a quote out of place merges or "
+                "splits rows, and Canvas refuses such a file too; export the gradebook again, or fix that line"
+            ) from None
+        rows.append(row)
+        lines.append(start)
+
+
 def _is_posting_row(row: list[str], column: dict[str, int], id_columns: list[str]) -> bool:
     """A row that says which assignments are posted manually: no student, no id."""
     return not row[column["Student"]].strip() and not any(row[column[name]].strip() for name in id_columns)
@@ -173,7 +203,8 @@ def match_students(export: Export, student_ids: list[str], column: str | None = 
     The ids are looked up in one id ``column``: the one given, or else the one that holds the
     most of them (ties go to the first of :data:`ID_COLUMNS`). A cell matches when it equals
     the id exactly, spaces around it aside. Raises :class:`CanvasError` when the column given is
-    not in the export, when no column holds any of the ids, or when one id is in two rows.
+    not in the export, when no column holds any of the ids, when one id is in two rows of the
+    column, or (no column given) when one id is in two rows under different id columns.
     """
     if column is not None and column not in export.id_columns:
         raise CanvasError(
@@ -189,6 +220,14 @@ def match_students(export: Export, student_ids: list[str], column: str | None = 
             f"none of the {len(wanted)} graded students ({sample}{', ...' if len(wanted) > 3 else ''}) is in the "
             f"export's {' or '.join(candidates)} column (the export holds {shown}). Name the submissions after "
             "the students' Canvas login or SIS ids, or choose the column that holds them")
+    if column is None:
+        for sid in wanted:
+            where = {(name, row.row) for name in candidates for row in found[name].get(sid, [])}
+            if len({name for name, _ in where}) > 1 and len({row for _, row in where}) > 1:
+                places = "; ".join(f"{name} on line {row + 1}" for name, row in sorted(where, key=lambda w: w[1]))
+                raise CanvasError(
+                    f"the graded student {sid!r} is in two students' rows, under different id columns ({places}): "
+                    "say which column holds the grader's ids with --match-on")
     rows: dict[str, StudentRow] = {}
     for sid in wanted:
         holders = found[best].get(sid, [])
@@ -263,7 +302,11 @@ class Change:
 
     @property
     def kind(self) -> str:
-        """``new`` (the cell was blank), ``raised``, ``lowered`` or ``same``."""
+        """``new`` (the cell was blank), ``raised``, ``lowered`` or ``same``; for a cell Canvas
+        marks excused or not applicable (``EX``, ``N/A``), ``excused`` when it was kept and
+        ``unexcused`` when a score replaced it."""
+        if self.before.strip().upper() in EXCUSED:
+            return "excused" if self.after == self.before else "unexcused"
         if not self.before.strip():
             return "new"
         try:
@@ -274,22 +317,29 @@ class Change:
         return "same" if after == before else ("raised" if after > before else "lowered")
 
 
-def fill_in(export: Export, match: Match, results: dict[str, dict], columns: dict[str, Assignment]
-            ) -> tuple[list[list[str]], list[Change]]:
+def fill_in(export: Export, match: Match, results: dict[str, dict], columns: dict[str, Assignment],
+            *, overwrite_excused: bool = False) -> tuple[list[list[str]], list[Change]]:
     """The export's rows with each graded student's lesson scores written into their columns,
     scaled to the assignment's points possible, and the changes made.
 
     ``results`` is the grader's ``{student: {"lessons": {lesson: {"score", "max_score",
     "status"}}}}``. Only the cells of students in ``match.rows`` and lessons in ``columns`` are
     written, and only for a lesson that was graded (``error`` leaves the cell as exported, so a
-    failed regrade never erases a grade); every other cell, row and column stays as exported.
-    Raises :class:`CanvasError` when an assignment's points possible are not in the export.
+    failed regrade never erases a grade); every other cell, row and column stays as exported. A
+    cell marked excused or not applicable (:data:`EXCUSED`) stays as it is, reported as an
+    ``excused`` change, unless ``overwrite_excused``. Raises :class:`CanvasError` when an
+    assignment's points possible are not in the export or are not above zero.
     """
     for lesson, assignment in columns.items():
         if assignment.points is None:
             raise CanvasError(
                 f"the export's Points Possible row gives no points for {assignment.title} ({assignment.canvas_id}), "
                 f"the column of lesson {lesson}: set the assignment's points in Canvas and export again")
+        if not assignment.points > 0:
+            raise CanvasError(
+                f"the export's Points Possible row gives {assignment.points:g} points for {assignment.title} "
+                f"({assignment.canvas_id}), the column of lesson {lesson}: every score would be written as 0; "
+                "set the assignment's points in Canvas and export again")
     rows = [list(row) for row in export.rows]
     changes = []
     for sid, row in sorted(match.rows.items()):
@@ -302,6 +352,8 @@ def fill_in(export: Export, match: Match, results: dict[str, dict], columns: dic
             points = float(result["score"]) / most * assignment.points if most > 0 else 0.0
             after = f"{round(points, 2):.2f}"
             before = rows[row.row][assignment.column]
+            if before.strip().upper() in EXCUSED and not overwrite_excused:
+                after = before
             rows[row.row][assignment.column] = after
             changes.append(Change(sid, row.name, f"{assignment.title} ({assignment.canvas_id})", before, after))
     return rows, changes
@@ -346,6 +398,9 @@ def register(commands) -> None:
                              "a lesson titled as itself in Canvas needs none)")
     parser.add_argument("--match-on", choices=ID_COLUMNS, default=None,
                         help="the id column holding the graded student ids (default: the one that holds most)")
+    parser.add_argument("--overwrite-excused", action="store_true",
+                        help="write scores over cells Canvas marks EX (excused) or N/A, ending the excusal "
+                             "(default: they stay, and the summary counts them)")
     parser.add_argument("--out", type=Path, default=None,
                         help="where to write the filled-in file (default: RESULTS/canvas-import.csv)")
     parser.set_defaults(func=_run)
@@ -369,7 +424,7 @@ def _run(args: argparse.Namespace) -> int:
         lessons = sorted({lesson for record in results.values() for lesson in record["lessons"]})
         match = match_students(export, sorted(results), args.match_on)
         columns = map_lessons(export, lessons, mapping)
-        rows, changes = fill_in(export, match, results, columns)
+        rows, changes = fill_in(export, match, results, columns, overwrite_excused=args.overwrite_excused)
     except (CanvasError, OSError, UnicodeDecodeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -381,13 +436,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _summary(match: Match, columns: dict[str, Assignment], changes: list[Change]) -> str:
-    kinds = {kind: [c for c in changes if c.kind == kind] for kind in ("new", "raised", "lowered", "same")}
+    kinds = {kind: [c for c in changes if c.kind == kind]
+             for kind in ("new", "raised", "lowered", "same", "excused", "unexcused")}
     lines = [f"students: {len(match.rows)} matched by {match.column}; {len(match.ungraded)} rows not graded, left as they were",
              "columns: " + "; ".join(f"{lesson} -> {a.title} ({a.canvas_id}, {a.points:g} points)"
                                      for lesson, a in columns.items()),
              f"grades: {len(kinds['new'])} new, {len(kinds['raised'])} raised, {len(kinds['lowered'])} lowered, "
              f"{len(kinds['same'])} unchanged"]
+    if kinds["excused"]:
+        lines.append(f"excused or N/A, kept as they were: {len(kinds['excused'])} (--overwrite-excused writes "
+                     "scores over them)")
+    if kinds["unexcused"]:
+        lines.append(f"excused or N/A, overwritten with scores (--overwrite-excused): {len(kinds['unexcused'])}")
     if match.missing:
         lines.append(f"not in the export, so not written: {', '.join(match.missing)}")
     lines += [f"  lowered: {c.name} ({c.student}), {c.assignment}: {c.before} -> {c.after}" for c in kinds["lowered"]]
+    lines += [f"  excusal ended: {c.name} ({c.student}), {c.assignment}: {c.before} -> {c.after}"
+              for c in kinds["unexcused"]]
     return "\n".join(lines)

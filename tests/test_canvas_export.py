@@ -278,3 +278,78 @@ def test_a_renamed_assignment_keeps_its_id():
     assert map_lessons(renamed, ["01-budget"], {"01-budget": "4101"})["01-budget"].title == "Budget, revised"
     with pytest.raises(CanvasError, match=r"names no column.*Budget, revised \(4101\)"):
         map_lessons(renamed, ["01-budget"], {"01-budget": "Lesson 01 · Budget"})
+
+
+# Never change a cell the grading did not decide; refuse a file Canvas would refuse.
+
+
+def test_an_excused_or_not_applicable_cell_is_kept_unless_asked():
+    """Canvas exports an excused learner's cell as EX; a number written over it ends the excusal on
+    import. So EX and N/A stay, even for a learner with no notebook, and are counted apart."""
+    export = read_export(EXPORT.replace('"Doe, Ana",81001,S-1001,ana,Section A,72.50', '"Doe, Ana",81001,S-1001,ana,Section A,EX')
+                         .replace('"Ng, Cy",81003,S-1003,@cy,Section B,,', '"Ng, Cy",81003,S-1003,@cy,Section B,n/a,'))
+    match = match_students(export, ["ana", "@cy"])
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    results = {"ana": {"lessons": {"01-budget": _result(0.0, 17.0, "missing")}},
+               "@cy": {"lessons": {"01-budget": _result(17.0, 17.0)}}}
+    rows, changes = fill_in(export, match, results, columns)
+    assert rows == export.rows, "no cell changes"
+    assert [(c.student, c.kind) for c in changes] == [("@cy", "excused"), ("ana", "excused")]
+    rows, changes = fill_in(export, match, results, columns, overwrite_excused=True)
+    assert (rows[2][5], rows[4][5]) == ("0.00", "100.00")
+    assert {c.kind for c in changes} == {"unexcused"}
+
+
+def test_zero_points_possible_is_refused_with_the_column_named():
+    export = read_export(EXPORT.replace("100.00,10.00", "0.00,10.00"))
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    with pytest.raises(CanvasError, match=r"gives 0 points for Lesson 01 · Budget \(4101\), the column of lesson 01-budget"):
+        fill_in(export, match_students(export, ["ana"]), {"ana": {"lessons": {"01-budget": _result(7, 17)}}}, columns)
+
+
+def test_a_malformed_export_is_refused_with_the_line_that_breaks_it():
+    """A stray quote merges the next student's row into one cell; a dropped comma shifts a row.
+    Canvas's importer refuses both files, and so does this, naming the line."""
+    stray = EXPORT.replace('"Lee, Bo",81002', '"Lee, Bo"x,81002', 1)
+    with pytest.raises(CanvasError, match=r"not valid CSV from line 4 on"):
+        read_export(stray)
+    opened = EXPORT.replace('"Ng, Cy",81003', '"Ng, Cy,81003', 1)
+    with pytest.raises(CanvasError, match=r"line 5"):
+        read_export(opened)
+    short = EXPORT.replace('"Ortiz, Di",81004,S-1004,+di,Section B,,,,,,,', '"Ortiz, Di",81004,S-1004,+di,Section B,,,,,,', 1)
+    with pytest.raises(CanvasError, match=r"line 6 of the export has 11 cells where its header has 12"):
+        read_export(short)
+    assert len(read_export(EXPORT + "\n").students) == 6, "a blank last line is no row"
+
+
+def test_an_id_in_two_id_columns_on_different_rows_is_refused_naming_both():
+    """Cy's Canvas user id is also, as a login, Di's: without --match-on the grader cannot tell
+    which learner 81003 is, so it says so instead of choosing one."""
+    clash = EXPORT.replace(",S-1004,+di,", ",S-1004,81003,", 1)
+    with pytest.raises(CanvasError, match=r"'81003' is in two students' rows.*ID on line 5; SIS Login ID on line 6.*--match-on"):
+        match_students(read_export(clash), ["81003"])
+    match = match_students(read_export(clash), ["81003"], column="ID")
+    assert match.rows["81003"].name == "Ng, Cy"
+    same_row = EXPORT.replace(",S-1003,@cy,", ",S-1003,81003,", 1)
+    assert match_students(read_export(same_row), ["81003"]).rows["81003"].name == "Ng, Cy"
+
+
+def test_the_command_keeps_excused_cells_and_says_so(tmp_path, capsys):
+    from autograder.__main__ import main
+    from autograder.report import grades_csv
+
+    results = tmp_path / "grading-output"
+    results.mkdir()
+    (results / "grades.csv").write_text(grades_csv({
+        "ana": {"lessons": {"01-budget": {**_result(0.0, 17.0, "missing"), "notes": [], "events": []}}},
+    }), encoding="utf-8")
+    export = tmp_path / "gradebook.csv"
+    export.write_text(EXPORT.replace('ana,Section A,72.50', 'ana,Section A,EX'), encoding="utf-8")
+    assert main(["canvas", str(export), "--results", str(results), "--map", "01-budget=4101"]) == 0
+    said = capsys.readouterr().out
+    assert "excused or N/A, kept as they were: 1" in said
+    assert read_export((results / "canvas-import.csv").read_text(encoding="utf-8")).rows[2][5] == "EX"
+    assert main(["canvas", str(export), "--results", str(results), "--map", "01-budget=4101", "--overwrite-excused"]) == 0
+    said = capsys.readouterr().out
+    assert "overwritten with scores (--overwrite-excused): 1" in said and "excusal ended: Doe, Ana (ana)" in said
+    assert read_export((results / "canvas-import.csv").read_text(encoding="utf-8")).rows[2][5] == "0.00"
