@@ -53,7 +53,7 @@ grade: setup ## grade a class: make grade SUBMISSIONS=path/to/folder-or-archives
 	$(BIN)/python -m autograder grade $(SUBMISSIONS)
 
 canvas: setup ## fill in a Canvas gradebook export: make canvas EXPORT=gradebook.csv MAP="01-budget=4101 ..."
-	$(BIN)/python -m autograder canvas $(EXPORT) --results grading-output $(foreach m,$(MAP),--map $(m))
+	$(BIN)/python -m autograder canvas "$(EXPORT)" --results grading-output $(foreach m,$(MAP),--map $(m))
 
 bench: setup ## run the benchmarks (not part of `make test`); writes bench/results/
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt -c constraints.txt

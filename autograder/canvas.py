@@ -32,22 +32,28 @@ Assignment(title='Budget', canvas_id='101', column=4, points=30.0)
 from __future__ import annotations
 
 import argparse
+import codecs
 import csv
 import io
 import re
 import sys
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from .report import FORMULA_STARTS
 
-__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Match", "Change", "ID_COLUMNS", "EXCUSED", "read_export",
+__all__ = ["CanvasError", "Assignment", "StudentRow", "Export", "Layout", "Match", "Change", "ID_COLUMNS", "EXCUSED",
+           "decode_export", "read_export",
            "match_students", "map_lessons", "fill_in", "write_export", "read_grades", "register"]
 
 ID_COLUMNS = ("ID", "SIS User ID", "SIS Login ID", "Integration ID")
 """The columns Canvas matches a row by, in the order tried when more than one would do."""
 
-IDENTITY_COLUMNS = frozenset({"Student", "Section", *ID_COLUMNS})
+NAME_COLUMNS = (("Student",), ("LastName", "FirstName"))
+"""The ways an export names its students: one ``Student`` column, or Canvas's split-name layout."""
+
+IDENTITY_COLUMNS = frozenset({"Student", "LastName", "FirstName", "Section", *ID_COLUMNS})
 
 ASSIGNMENT = re.compile(r"^(?P<title>.*\S)\s*\((?P<id>\d+)\)$")
 """An assignment column: its title, then its Canvas id in parentheses."""
@@ -84,6 +90,27 @@ class StudentRow:
     """Each id column of the export to this row's value, as exported."""
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How an export is written, so that the filled-in file is written the same way: its
+    separator, whether numbers use a decimal comma (``72,50``), its line ends and its encoding."""
+
+    delimiter: str = ","
+    decimal_comma: bool = False
+    line_end: str = "\n"
+    encoding: str = "utf-8"
+
+    def number(self, cell: str) -> float:
+        """A number as this export writes it (raises ``ValueError`` for anything else)."""
+        text = cell.strip()
+        return float(text.replace(",", ".") if self.decimal_comma else text)
+
+    def write(self, value: float) -> str:
+        """``value`` to two decimals, rounded half up as Canvas shows grades, in this export's style."""
+        text = str(Decimal(repr(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+        return text.replace(".", ",") if self.decimal_comma else text
+
+
 @dataclass
 class Export:
     """A gradebook export as read: every row as it was, and what the rows mean."""
@@ -96,6 +123,7 @@ class Export:
     """Columns Canvas computes and its importer ignores."""
     id_columns: list[str]
     """The id columns this export has (an export may lack the SIS ones)."""
+    layout: Layout = field(default_factory=Layout)
 
     @property
     def header(self) -> list[str]:
@@ -116,21 +144,59 @@ class Match:
     """Rows no graded student matched (left as exported)."""
 
 
-def read_export(text: str) -> Export:
-    """The gradebook export in ``text`` (a byte-order mark at its start is allowed).
+def decode_export(data: bytes) -> tuple[str, str]:
+    r"""The text of an export file and its encoding: UTF-8 (with or without a byte-order mark),
+    UTF-16 (with one, as a spreadsheet's "Unicode text" writes it), or else Windows-1252 (an
+    older spreadsheet's re-save). Line ends are left as they are.
 
-    Raises :class:`CanvasError` when the file is not a gradebook export: no ``Student`` column,
-    no id column, or no assignment column.
+    >>> decode_export("Student,ID\r\nZoë,1\r\n".encode("cp1252"))
+    ('Student,ID\r\nZoë,1\r\n', 'cp1252')
     """
-    rows, lines = _parse(text.removeprefix("\ufeff"))
-    if not rows or "Student" not in [cell.strip() for cell in rows[0]]:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16"), "utf-16"
+    if data.startswith(codecs.BOM_UTF8):
+        return data.decode("utf-8-sig"), "utf-8-sig"
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError as err:
+        raise CanvasError(
+            f"the export is neither UTF-8, UTF-16 nor Windows-1252 text (byte {err.start}): export the gradebook "
+            "from Canvas again, and open it in a spreadsheet only to look") from None
+
+
+def _layout(text: str, encoding: str) -> Layout:
+    """The separator and line end of ``text``, from its header line."""
+    first = text.split("\n", 1)[0]
+    outside = re.sub(r'"[^"]*"', "", first)
+    delimiter = ";" if outside.count(";") > outside.count(",") else ","
+    return Layout(delimiter, False, "\r\n" if first.endswith("\r") else "\n", encoding)
+
+
+def read_export(text: str, encoding: str = "utf-8") -> Export:
+    """The gradebook export in ``text`` (a byte-order mark at its start is allowed), in the layout
+    it is written in: ``,`` or ``;`` between cells, points with a decimal point or comma, one
+    ``Student`` column or Canvas's ``LastName`` and ``FirstName``. ``encoding`` is the file's,
+    kept so that the filled-in file is written in it (:func:`decode_export` finds it).
+
+    Raises :class:`CanvasError` when the file is not a gradebook export: no student name column,
+    no id column, or no assignment column; or when it is not strictly valid CSV.
+    """
+    text = text.removeprefix("\ufeff")
+    layout = _layout(text, encoding)
+    rows, lines = _parse(text, layout.delimiter)
+    header = [cell.strip() for cell in rows[0]] if rows else []
+    names = next((columns for columns in NAME_COLUMNS if all(c in header for c in columns)), None)
+    if names is None:
         first = ", ".join(rows[0][:6]) if rows else "nothing"
         raise CanvasError(
             f"this is not a Canvas gradebook export: its first row should start with Student, ID, ..., "
             f"and it reads {first!r}; in Canvas, open Grades > Export > Export Entire Gradebook and use that file")
-    header = [cell.strip() for cell in rows[0]]
     width = len(header)
-    for row, line in zip(rows, lines):
+    for row, line in zip(rows, lines, strict=True):
         if row and len(row) != width:
             raise CanvasError(
                 f"line {line} of the export has {len(row)} cells where its header has {width}: a quote or a comma "
@@ -143,9 +209,11 @@ def read_export(text: str) -> Export:
         raise CanvasError(
             f"the export has none of the columns Canvas matches students by ({', '.join(ID_COLUMNS)}); "
             "export the gradebook again from Canvas, without removing columns")
+    name_at = [column[c] for c in names]
     points_row = next((index for index, row in enumerate(rows[1:3], start=1)
-                       if row[column["Student"]].strip() == "Points Possible"), None)
+                       if row[name_at[0]].strip() == "Points Possible"), None)
     assignments, read_only = [], []
+    points_cells = []
     for index, name in enumerate(header):
         if name in IDENTITY_COLUMNS:
             continue
@@ -153,9 +221,12 @@ def read_export(text: str) -> Export:
         if found is None:
             read_only.append(name)
             continue
-        points = rows[points_row][index].strip() if points_row is not None else ""
+        points_cells.append((index, found, rows[points_row][index].strip() if points_row is not None else ""))
+    decimal_comma = any(re.fullmatch(r"\d+,\d+", cell) for _, _, cell in points_cells)
+    layout = Layout(layout.delimiter, decimal_comma, layout.line_end, layout.encoding)
+    for index, found, points in points_cells:
         try:
-            value = float(points) if points else None
+            value = layout.number(points) if points else None
         except ValueError:
             value = None
         assignments.append(Assignment(found["title"], found["id"], index, value))
@@ -165,17 +236,18 @@ def read_export(text: str) -> Export:
             "lessons' assignments in Canvas, publish them, and export the gradebook again")
     students = []
     for index, row in enumerate(rows[1:], start=1):
-        if index == points_row or _is_posting_row(row, column, id_columns) or not any(cell.strip() for cell in row):
+        if index == points_row or _is_posting_row(row, name_at, column, id_columns) or not any(c.strip() for c in row):
             continue
+        name = ", ".join(row[i] for i in name_at if row[i].strip())
         students.append(StudentRow(
-            row=index, name=row[column["Student"]], section=row[column["Section"]] if "Section" in column else "",
+            row=index, name=name, section=row[column["Section"]] if "Section" in column else "",
             ids={name: row[column[name]] for name in id_columns}))
-    return Export(rows, assignments, students, read_only, id_columns)
+    return Export(rows, assignments, students, read_only, id_columns, layout)
 
 
-def _parse(text: str) -> tuple[list[list[str]], list[int]]:
+def _parse(text: str, delimiter: str = ",") -> tuple[list[list[str]], list[int]]:
     """The rows of CSV ``text`` read strictly, each with the line it starts on."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows, lines = [], []
     while True:
         start = reader.line_num + 1
@@ -192,9 +264,9 @@ def _parse(text: str) -> tuple[list[list[str]], list[int]]:
         lines.append(start)
 
 
-def _is_posting_row(row: list[str], column: dict[str, int], id_columns: list[str]) -> bool:
+def _is_posting_row(row: list[str], name_at: list[int], column: dict[str, int], id_columns: list[str]) -> bool:
     """A row that says which assignments are posted manually: no student, no id."""
-    return not row[column["Student"]].strip() and not any(row[column[name]].strip() for name in id_columns)
+    return not any(row[i].strip() for i in name_at) and not any(row[column[name]].strip() for name in id_columns)
 
 
 def match_students(export: Export, student_ids: list[str], column: str | None = None) -> Match:
@@ -251,14 +323,18 @@ def _rows_by_id(export: Export, name: str) -> dict[str, list[StudentRow]]:
     return by_id
 
 
-def map_lessons(export: Export, lessons: list[str], mapping: dict[str, str] | None = None) -> dict[str, Assignment]:
+def map_lessons(export: Export, lessons: list[str], mapping: dict[str, str] | None = None,
+                *, unplaced: list[str] | None = None) -> dict[str, Assignment]:
     """The assignment column each graded lesson goes into.
 
     ``mapping`` gives, for a lesson, its assignment's Canvas id (``4101``), its header
     (``Budget (4101)``) or its title (``Budget``, when no other assignment has it). A lesson it
     leaves out goes into the assignment titled exactly as the lesson (``01-budget``), if there is
     one. Raises :class:`CanvasError` for a lesson with no column, naming the columns it could be,
-    for a mapping that names no column or more than one, and for two lessons in one column.
+    for a mapping that names no column or more than one, and for two lessons in one column. With
+    ``unplaced`` (a list), a lesson the mapping leaves out and no column is titled as goes into
+    that list instead, so the other lessons can still be filled in (at least one must have a
+    column).
     """
     mapping = dict(mapping or {})
     unknown = sorted(set(mapping) - set(lessons))
@@ -274,6 +350,9 @@ def map_lessons(export: Export, lessons: list[str], mapping: dict[str, str] | No
         if len({a.canvas_id for a in hits}) > 1:
             raise CanvasError(f"{wanted!r} names {len(hits)} columns of the export for lesson {lesson} "
                               f"({'; '.join(f'{a.title} ({a.canvas_id})' for a in hits)}): give the assignment id")
+        if not hits and unplaced is not None and lesson not in mapping and len(unplaced) < len(lessons) - 1:
+            unplaced.append(lesson)
+            continue
         if not hits:
             how = f"the mapping's {wanted!r} names no column" if lesson in mapping else "no column is titled so"
             raise CanvasError(
@@ -299,21 +378,26 @@ class Change:
     assignment: str
     before: str
     after: str
+    status: str = "graded"
+    """The grading's status for this cell; ``error`` means it was kept as exported."""
+    layout: Layout = field(default_factory=Layout, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
-        """``new`` (the cell was blank), ``raised``, ``lowered`` or ``same``; for a cell Canvas
-        marks excused or not applicable (``EX``, ``N/A``), ``excused`` when it was kept and
-        ``unexcused`` when a score replaced it."""
+        """``new`` (the cell was blank), ``raised``, ``lowered`` or ``same``; ``failed`` when the
+        grading failed and the cell was kept; for a cell Canvas marks excused or not applicable
+        (``EX``, ``N/A``), ``excused`` when it was kept and ``unexcused`` when a score replaced it."""
+        if self.status == "error":
+            return "failed"
         if self.before.strip().upper() in EXCUSED:
             return "excused" if self.after == self.before else "unexcused"
         if not self.before.strip():
             return "new"
         try:
-            before = float(self.before)
+            before = self.layout.number(self.before)
         except ValueError:
-            return "raised"  # a letter grade or an excused mark replaced by points
-        after = float(self.after)
+            return "raised"  # a letter grade replaced by points
+        after = self.layout.number(self.after)
         return "same" if after == before else ("raised" if after > before else "lowered")
 
 
@@ -346,23 +430,29 @@ def fill_in(export: Export, match: Match, results: dict[str, dict], columns: dic
         lessons = results.get(sid, {}).get("lessons", {})
         for lesson, assignment in columns.items():
             result = lessons.get(lesson)
-            if result is None or result.get("status") == "error":
+            if result is None:
+                continue
+            header = f"{assignment.title} ({assignment.canvas_id})"
+            before = rows[row.row][assignment.column]
+            if result.get("status") == "error":
+                changes.append(Change(sid, row.name, header, before, before, "error", export.layout))
                 continue
             most = float(result["max_score"])
             points = float(result["score"]) / most * assignment.points if most > 0 else 0.0
-            after = f"{round(points, 2):.2f}"
-            before = rows[row.row][assignment.column]
+            after = export.layout.write(points)
             if before.strip().upper() in EXCUSED and not overwrite_excused:
                 after = before
             rows[row.row][assignment.column] = after
-            changes.append(Change(sid, row.name, f"{assignment.title} ({assignment.canvas_id})", before, after))
+            changes.append(Change(sid, row.name, header, before, after, str(result.get("status")), export.layout))
     return rows, changes
 
 
-def write_export(rows: list[list[str]]) -> str:
-    """``rows`` as CSV text for Canvas's importer (every cell as given: nothing is quoted away)."""
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+def write_export(rows: list[list[str]], layout: Layout | None = None) -> str:
+    """``rows`` as CSV text for Canvas's importer, in the ``layout`` the export was read in
+    (every cell as given: nothing is quoted away, a line end inside a cell stays as it was)."""
+    layout = layout or Layout()
+    out = io.StringIO(newline="")
+    csv.writer(out, delimiter=layout.delimiter, lineterminator=layout.line_end).writerows(rows)
     return out.getvalue()
 
 
@@ -419,30 +509,37 @@ def _run(args: argparse.Namespace) -> int:
             raise CanvasError(f"there is no {grades_path}: grade the class first, or pass --results the folder it wrote")
         if not args.export.is_file():
             raise CanvasError(f"there is no file {args.export}: export the gradebook from Canvas first")
-        export = read_export(args.export.read_text(encoding="utf-8-sig"))
+        export = read_export(*decode_export(args.export.read_bytes()))
         results = read_grades(grades_path.read_text(encoding="utf-8"))
         lessons = sorted({lesson for record in results.values() for lesson in record["lessons"]})
         match = match_students(export, sorted(results), args.match_on)
-        columns = map_lessons(export, lessons, mapping)
+        unplaced: list[str] = []
+        columns = map_lessons(export, lessons, mapping, unplaced=unplaced)
         rows, changes = fill_in(export, match, results, columns, overwrite_excused=args.overwrite_excused)
-    except (CanvasError, OSError, UnicodeDecodeError) as err:
+        out = args.out or args.results / "canvas-import.csv"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(write_export(rows, export.layout).encode(export.layout.encoding))
+    except (CanvasError, OSError, UnicodeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    out = args.out or args.results / "canvas-import.csv"
-    out.write_text(write_export(rows), encoding="utf-8")
-    print(_summary(match, columns, changes))
+    print(_summary(match, columns, changes, unplaced))
     print(f"\nwrote {out}: import it in Canvas (Grades > Import) and check the preview before you confirm.")
     return 0
 
 
-def _summary(match: Match, columns: dict[str, Assignment], changes: list[Change]) -> str:
+def _summary(match: Match, columns: dict[str, Assignment], changes: list[Change], unplaced: list[str] = ()) -> str:
     kinds = {kind: [c for c in changes if c.kind == kind]
-             for kind in ("new", "raised", "lowered", "same", "excused", "unexcused")}
+             for kind in ("new", "raised", "lowered", "same", "excused", "unexcused", "failed")}
     lines = [f"students: {len(match.rows)} matched by {match.column}; {len(match.ungraded)} rows not graded, left as they were",
              "columns: " + "; ".join(f"{lesson} -> {a.title} ({a.canvas_id}, {a.points:g} points)"
                                      for lesson, a in columns.items()),
              f"grades: {len(kinds['new'])} new, {len(kinds['raised'])} raised, {len(kinds['lowered'])} lowered, "
              f"{len(kinds['same'])} unchanged"]
+    if kinds["failed"]:
+        lines.append(f"grading failed, so kept as exported: {len(kinds['failed'])} (see summary.md; grade them again)")
+    if unplaced:
+        lines.append(f"lessons with no column, not written: {', '.join(unplaced)} (map each with "
+                     "--map LESSON=ASSIGNMENT ID)")
     if kinds["excused"]:
         lines.append(f"excused or N/A, kept as they were: {len(kinds['excused'])} (--overwrite-excused writes "
                      "scores over them)")

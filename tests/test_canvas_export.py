@@ -169,6 +169,7 @@ def test_scores_are_scaled_and_only_graded_cells_change():
     rows, changes = fill_in(export, match, results, columns)
     written = {(c.student, c.assignment): (c.before, c.after, c.kind) for c in changes}
     assert written == {
+        ("ana", "Lesson 01 · Budget (4101)"): ("72.50", "72.50", "failed"),
         ("ana", "Quiz (part 2) (4102)"): ("", "10.00", "new"),
         ("-bob", "Lesson 01 · Budget (4101)"): ("", "0.00", "new"),
         ("-bob", "Quiz (part 2) (4102)"): ("8.00", "5.00", "lowered"),
@@ -265,8 +266,11 @@ def test_make_canvas_runs_the_command_the_readme_shows(tmp_path):
     dry = subprocess.run(["make", "-n", "canvas", "EXPORT=gradebook.csv", "MAP=01-budget=4101 02-trimming=4102"],
                          cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
     (command,) = [line for line in dry.splitlines() if " -m autograder canvas " in line]  # make may add notes
-    assert command.endswith("-m autograder canvas gradebook.csv --results grading-output "
+    assert command.endswith('-m autograder canvas "gradebook.csv" --results grading-output '
                             "--map 01-budget=4101 --map 02-trimming=4102"), command
+    spaced = subprocess.run(["make", "-n", "canvas", "EXPORT=CS 101 gradebook.csv", "MAP=01-budget=4101"],
+                            cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert '-m autograder canvas "CS 101 gradebook.csv" --results' in spaced, "a name with spaces stays one argument"
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert 'make canvas EXPORT=gradebook.csv MAP="01-budget=4101 02-trimming=4102"' in readme
 
@@ -353,3 +357,93 @@ def test_the_command_keeps_excused_cells_and_says_so(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "overwritten with scores (--overwrite-excused): 1" in said and "excusal ended: Doe, Ana (ana)" in said
     assert read_export((results / "canvas-import.csv").read_text(encoding="utf-8")).rows[2][5] == "0.00"
+
+
+# Exports as Canvas and spreadsheets really write them, written back in the layout they came in.
+
+SPLIT = (
+    "LastName,FirstName,ID,SIS Login ID,Section,Lesson 01 · Budget (4101)\n"
+    "    Points Possible,,,,,100.00\n"
+    "Doe,Ana,81001,ana,Section A,72.50\n"
+    "Lee,Bo,81002,-bob,Section A,\n"
+)
+
+
+def test_an_export_with_split_names_is_read_and_filled_in():
+    """Canvas can export last and first names in columns of their own."""
+    export = read_export(SPLIT)
+    assert [s.name for s in export.students] == ["Doe, Ana", "Lee, Bo"]
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    rows, (change,) = fill_in(export, match_students(export, ["-bob"]), {"-bob": {"lessons": {"01-budget": _result(17, 17)}}},
+                              columns)
+    assert rows[3] == ["Lee", "Bo", "81002", "-bob", "Section A", "100.00"] and change.name == "Lee, Bo"
+
+
+def test_semicolons_and_decimal_commas_are_read_and_written_back_so():
+    """A spreadsheet in a locale that writes 72,50 separates cells with ';'; the filled-in file
+    keeps both, so that the importer reads it as the export was."""
+    export = read_export(EXPORT.replace(",", ";").replace(";00", ",00").replace("72.50", "72,50")
+                         .replace("8.00", "8,00").replace("100.00", "100,00").replace("10.00", "10,00")
+                         .replace('"Doe; Ana"', '"Doe, Ana"'))
+    assert export.layout.delimiter == ";" and export.layout.decimal_comma
+    assert export.assignments[0].points == 100.0 and export.students[0].name == "Doe, Ana"
+    columns = map_lessons(export, ["01-budget"], {"01-budget": "4101"})
+    rows, (change,) = fill_in(export, match_students(export, ["ana"]), {"ana": {"lessons": {"01-budget": _result(7.5, 17)}}},
+                              columns)
+    assert rows[2][5] == "44,12" and change.kind == "lowered"
+    text = write_export(rows, export.layout)
+    assert text.splitlines()[2].startswith('Doe, Ana;81001;') and ";44,12;" in text
+    comma = read_export(EXPORT.replace("100.00,10.00", '"100,00","10,00"'))
+    assert comma.layout.delimiter == "," and comma.layout.decimal_comma and comma.assignments[1].points == 10.0
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "utf-16", "utf-8-sig", "utf-8"])
+def test_an_export_saved_in_another_encoding_is_read_and_written_back_in_it(encoding, tmp_path):
+    from autograder.canvas import decode_export
+
+    text = EXPORT.replace("Doe, Ana", "Doñé, Zoë")
+    text_read, found = decode_export(text.encode(encoding))
+    assert text_read == text and found == encoding
+    export = read_export(text_read, found)
+    assert export.students[0].name == "Doñé, Zoë" and export.layout.encoding == encoding
+    with pytest.raises(CanvasError, match="neither UTF-8, UTF-16 nor Windows-1252"):
+        decode_export(b"Student,ID\n\x81\x8d\x8f,1\n")
+
+
+def test_line_ends_inside_and_between_cells_are_written_back_as_read():
+    """Canvas writes CRLF; a Notes cell may hold a line end of its own. Neither changes."""
+    crlf = EXPORT.replace("\n", "\r\n").replace("Final Score\r\n", 'Final Score,Notes\r\n', 1)
+    crlf = "\r\n".join(line + ("," if i == 1 else (',"two\r\nlines"' if i > 1 else ""))
+                       for i, line in enumerate(crlf.split("\r\n")[:-1])) + "\r\n"
+    export = read_export(crlf)
+    assert export.layout.line_end == "\r\n" and export.rows[2][-1] == "two\r\nlines"
+    assert write_export(export.rows, export.layout) == crlf
+
+
+def test_scores_are_rounded_half_up_as_canvas_shows_them():
+    from autograder.canvas import Layout
+
+    assert [Layout().write(x) for x in (0.125, 0.375, 2.675, 44.117647)] == ["0.13", "0.38", "2.68", "44.12"]
+    assert Layout(decimal_comma=True).write(0.125) == "0,13"
+
+
+def test_the_command_reports_failed_grades_and_lessons_without_a_column_and_makes_the_out_folder(tmp_path, capsys):
+    from autograder.__main__ import main
+    from autograder.report import grades_csv
+
+    results = tmp_path / "grading-output"
+    results.mkdir()
+    (results / "grades.csv").write_text(grades_csv({
+        "ana": {"lessons": {"01-budget": {**_result(0.0, 17.0, "error"), "notes": ["kernel died"], "events": []},
+                            "09-extra": {**_result(3.0, 17.0), "notes": [], "events": []}}},
+        "-bob": {"lessons": {"01-budget": {**_result(17.0, 17.0), "notes": [], "events": []}}},
+    }), encoding="utf-8")
+    export = tmp_path / "CS 101 gradebook.csv"
+    export.write_bytes(EXPORT.replace("\n", "\r\n").encode("cp1252", errors="strict"))
+    out = tmp_path / "new folder" / "import.csv"
+    assert main(["canvas", str(export), "--results", str(results), "--map", "01-budget=4101", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "grading failed, so kept as exported: 1" in said
+    assert "lessons with no column, not written: 09-extra" in said
+    written = out.read_bytes()
+    assert written.count(b"\r\n") == EXPORT.count("\n") and b"100.00" in written

@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, as conftest.py does
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: autograder, as pytest finds it
+from autograder.release import add_explanations  # noqa: E402
 from support.pipeline import (  # noqa: E402
     REPO,
     _judged,
@@ -35,7 +36,6 @@ from support.pipeline import (  # noqa: E402
     sandbox_available,
     solution_sources,
 )
-from autograder.release import add_explanations  # noqa: E402
 
 __all__ = ["read_probe", "main"]
 
