@@ -146,13 +146,15 @@ def remove_tree(path: str | os.PathLike) -> None:
 
 def kill_naming(folder: str | os.PathLike, rounds: int = 50) -> int:
     """SIGKILL every process of this machine whose command line names ``folder`` or a path in it;
-    how many were killed. Looks again until a look finds none (a launcher may exec meanwhile).
+    how many processes were killed. Looks again until a look finds none (a launcher may exec
+    meanwhile).
 
     >>> kill_naming("/nonexistent/ctxlab-kernels-none")
     0
     """
     roots = {os.path.abspath(folder), os.path.realpath(folder)}
-    killed, pause = 0, 0.002
+    killed: set[int] = set()  # a killed process may still be listed while it dies: count it once
+    pause = 0.002
     for _ in range(rounds):
         found = [pid for pid in _pids() if pid != os.getpid() and _names(pid, roots)]
         if not found:
@@ -160,10 +162,10 @@ def kill_naming(folder: str | os.PathLike, rounds: int = 50) -> int:
         for pid in found:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
-    return killed
+    return len(killed)
 
 
 def _pids() -> list[int]:

@@ -1,6 +1,6 @@
 """How far each offline counter lands from what the API billed, on real recorded requests.
 
-Every request of ``../shared/recordings/openai-chat.jsonl`` and ``data/real/`` (read by
+Every request of ``../shared/recordings/openai-chat.jsonl`` and ``../shared/real-runs/`` (read by
 ``tests/support/recordings.py``) is counted by each contender of ``counters.py``, in one run, and
 compared with the ``prompt_tokens`` the API reported. A count is *on the bill* when it is within
 max(2%, 3 tokens) of it, the tolerance ``tests/test_billing.py`` holds ctxlab to. A counter that

@@ -279,18 +279,20 @@ without the tokenizer, so the generator carries them as a table (`MEASURED_TOKEN
 changing any content, re-measure with `ctxlab.count_messages` and `ctxlab.count_tools` and update
 it.
 
-## Real recorded runs: `real/`
+## Real recorded runs: not here
 
-The folder `real/` holds fourteen short agent runs recorded against the real OpenAI API, taken
-from the tests of an MIT-licensed open-source project; its `README.md` gives the source, the
-commit, the licence and how they were converted. The library's tests use them to check that
-ctxlab accepts, counts and fits what the API accepted; the lessons do not use them.
+Fourteen short agent runs recorded against the real OpenAI API (by pydantic-ai's test suite,
+MIT) are what the library's tests check real histories and real bills against. They are another
+project's recordings, so they are not part of this one: the tests read them where they lie,
+`../shared/real-runs/` beside the clone (its README gives the source, the commit and the
+licence), or the folder `CTXLAB_REAL_RUNS` names. CI has them; elsewhere the tests that need
+them are skipped and say where they looked. Lesson 01 counts one of them when it is there, and
+otherwise quotes the figures measured on it.
 
 ## Licence
 
 The five transcripts above were written for Context Window Lab and are released under the same
-licence as the rest of the project (MIT); nothing in them is copied from another source. The
-files in `real/` keep their own MIT licence, whose text is in `real/LICENSE.pydantic-ai`.
+licence as the rest of the project (MIT); nothing in them is copied from another source.
 """
 
 

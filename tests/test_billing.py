@@ -1,8 +1,9 @@
 """``ctxlab.count_request`` against what the API billed for real recorded requests.
 
 The recordings are read where they lie (``tests/support/recordings.py``): the shared set beside
-the clone and ``data/real/``. Without the shared set these tests are skipped, with the path they
-looked at; with ``CTXLAB_REQUIRE_RECORDINGS=1`` (as ``.ci/run`` sets) they fail instead.
+the clone and the recorded real runs in ``../shared/real-runs/``. Without them these tests are
+skipped, with the path they looked at; with ``CTXLAB_REQUIRE_RECORDINGS=1`` (as ``.ci/run``
+sets) they fail instead.
 
 A request is counted right when it lands within max(2%, 3 tokens) of its bill. Requests a
 published rule cannot count yet are listed in ``PENDING`` by reason, with how many requests of
@@ -65,9 +66,9 @@ PENDING = {
     "keys no published rule prices: prediction (billed as output, yet the bill's input grows), "
     "web_search_options (search models bill their own prompt)": (_unpriced, {"plain": 3, "tools": 0, "format": 0}),
     "audio input: the per-second rate is not published": (_audio, {"plain": 1, "tools": 0, "format": 0}),
-    "data/real/ keeps a run's messages and tools, not its other request keys: native-output was "
+    "the real runs keep a run's messages and tools, not its other request keys: native-output was "
     "sent with a response_format (pydantic-ai's NativeOutput)": (
-        lambda r: r.label == "data/real/native-output", {"plain": 0, "tools": 1, "format": 0}),
+        lambda r: r.label == "real-runs/native-output", {"plain": 0, "tools": 1, "format": 0}),
 }
 
 # Requests the rendering still misses, by label, with the model and how far off (billed - counted)
@@ -88,7 +89,7 @@ UNEXPLAINED = frozenset({
     "Arize-ai/openinference python/instrumentation/openinference-instrumentation-beeai/tests/openinference/instrumentation/beeai/cassettes/test_instrumentor/test_llm_with_tools.yaml #0",  # gpt-4o: +33
     "sublayerapp/sublayer spec/vcr_cassettes/openai/generators/imaginary_movie_review_generator/3_reviews.yml #0",  # gpt-4o: -5
     "sublayerapp/sublayer spec/vcr_cassettes/openai/generators/product_description_generator/super_gadget.yml #0",  # gpt-4o: -9
-    "data/real/capitals-two-questions",  # gpt-4o-mini: +4
+    "real-runs/capitals-two-questions",  # gpt-4o-mini: +4
 })
 
 
@@ -104,6 +105,7 @@ def shared():
 
 @pytest.fixture(scope="module")
 def everything(shared):
+    recordings.require(recordings.real_available())
     return shared + list(recordings.real())
 
 
@@ -165,6 +167,88 @@ def test_requests_land_on_their_bill(everything, kind):
             f"{len(pending[reason])} requests are still off for '{reason}', the table says {expected}: "
             "when a fix brings some onto their bill, lower the number (or drop the reason)"
         )
+
+
+# The requests of the second shared file (projects the rules were not fitted on) that are off
+# their bill as things stand, each with its model, its kind and how far off it is (counted -
+# billed) or why it is refused. Issue 58 brings them onto their bill: a fix shows up as a label
+# that must leave this table.
+MORE_OFF = {
+    "DataDog/dd-trace-py tests/cassettes/openai/openai_chat_completions_post_3eb1f03d.yaml #0": "gpt-4o, plain: -340 on 1118",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion.yaml #0": "gpt-3.5-turbo, plain: -4 on 57",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_custom_tool_call.yaml #0": "gpt-5, tools: refused: tool 0 is of type 'custom'",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_image_input.yaml #0": "gpt-4-vision-preview, plain: refused: message 0",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_tool_call_follow_up.yaml #0": "gpt-3.5-turbo, plain: +20 on 143",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_tool_call_streamed.yaml #0": "gpt-3.5-turbo, plain: -149 on 166",
+    "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_multiple_agent_handoffs_with_chat_completions.yaml #0": "gpt-4o, tools: -4 on 117",
+    "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_multiple_agent_handoffs_with_chat_completions.yaml #1": "gpt-4o, tools: -6 on 174",
+    "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_multiple_agent_handoffs_with_chat_completions.yaml #2": "gpt-4o, plain: -8 on 151",
+    "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_oai_agents_with_guardrail_spans.yaml #1": "gpt-4o, tools: -4 on 100",
+    "braintrustdata/braintrust-sdk-ruby test/fixtures/vcr_cassettes/openai/vision.yml #0": "gpt-4o-mini, plain: +17001 on 8513",
+    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-gpt-5-mini/tool.yaml #1": "gpt-5-mini, tools: -8 on 176",
+    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-gpt-5-mini/tool_streaming.yaml #1": "gpt-5-mini, tools: -8 on 176",
+    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-o4-mini/tool.yaml #1": "o4-mini, tools: -8 on 92",
+    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-o4-mini/tool_streaming.yaml #1": "o4-mini, tools: -8 on 92",
+    "charmbracelet/fantasy providertests/testdata/TestAzureThinking/azure-gpt-5-mini/thinking-streaming.yaml #1": "gpt-5-mini, tools: -8 on 176",
+    "charmbracelet/fantasy providertests/testdata/TestAzureThinking/azure-gpt-5-mini/thinking.yaml #1": "gpt-5-mini, tools: -8 on 176",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/multi_tool.yaml #1": "gpt-5, tools: -8 on 266",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/multi_tool_streaming.yaml #1": "gpt-5, tools: -8 on 262",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/tool.yaml #1": "gpt-5, tools: -8 on 176",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/tool_streaming.yaml #1": "gpt-5, tools: -8 on 176",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-o4-mini/tool.yaml #1": "o4-mini, tools: -11 on 95",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-o4-mini/tool_streaming.yaml #1": "o4-mini, tools: -11 on 95",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/complex_object.yaml #0": "gpt-5, format: +5 on 156",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/complex_object_streaming.yaml #0": "gpt-5, format: +5 on 156",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/simple_object.yaml #0": "gpt-5, format: +5 on 95",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/simple_object_streaming.yaml #0": "gpt-5, format: +5 on 95",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/complex_object.yaml #0": "o4-mini, format: +5 on 156",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/complex_object_streaming.yaml #0": "o4-mini, format: +5 on 156",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/simple_object.yaml #0": "o4-mini, format: +5 on 95",
+    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/simple_object_streaming.yaml #0": "o4-mini, format: +5 on 95",
+    "llmrb/llm spec/fixtures/cassettes/openai/files/describe_freebsd_sysctl_3_pdf.yml #1": "gpt-4.1, plain: refused: message 2",
+    "llmrb/llm spec/fixtures/cassettes/openai/files/describe_freebsd_sysctl_4_pdf.yml #1": "gpt-4.1, plain: refused: message 0",
+    "lmnr-ai/lmnr-python tests/test_instrumentations/test_openai/traces/cassettes/test_vision/test_vision.yaml #0": "gpt-4-vision-preview, plain: +340 on 438",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #0": "gpt-4.1, tools: +7 on 87",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_a_select_amount_of_tools.yml #0": "gpt-4.1, tools: +4 on 96",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #0": "gpt-4.1, tools: +35 on 958",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-native_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-native_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-mcp-sdk_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-native_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
+    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-native_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_data_extraction.yaml #0": "gpt-5.4, format: +5 on 90",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_data_extraction.yaml #2": "gpt-5.4, format: -5 on 183",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_data_extraction.yaml #3": "gpt-5.4, plain: -5 on 171",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_completions_pdf_url.yaml #1": "gpt-5.4, plain: refused: message 0",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_images.yaml #0": "gpt-5.4, plain: +207 on 15",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_images.yaml #1": "gpt-5.4, plain: +543 on 108",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_pdf.yaml #1": "gpt-5.4, plain: refused: message 0",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #1": "gpt-5.4, tools: -8 on 177",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #10": "gpt-5.4, tools: -13 on 266",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #2": "gpt-5.4, tools: -10 on 207",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #3": "gpt-5.4, tools: -18 on 237",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #5": "gpt-5.4, tools: -8 on 168",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #7": "gpt-5.4, tools: -8 on 233",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #9": "gpt-5.4, tools: -5 on 236",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations_async.yaml #1": "gpt-5.4, tools: -8 on 171",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations_async.yaml #3": "gpt-5.4, tools: -8 on 174",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-image.yml #1": "gpt-4.1-mini, plain: +1542 on 145",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #0": "gpt-4.1-nano, plain: refused: message 1",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #1": "gpt-4.1-nano, plain: refused: message 1",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #2": "gpt-4.1-nano, plain: refused: message 1",
+}
+
+
+def test_the_second_file_is_off_its_bill_only_where_listed():
+    recordings.require(recordings.more_available())
+    more = list(recordings.shared(recordings.MORE))
+    assert len(more) >= 400 and len({r.label for r in more}) == len(more)
+    off = {r.label for r in more if not (isinstance(_count(r), int) and within(_count(r), r.billed))}
+    assert not off - set(MORE_OFF), f"newly off their bill: {sorted(off - set(MORE_OFF))}"
+    assert not set(MORE_OFF) - off, f"now on their bill, drop them from MORE_OFF: {sorted(set(MORE_OFF) - off)}"
 
 
 def test_the_exceptions_are_at_most_two_percent_of_the_recordings(everything):

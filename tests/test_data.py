@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from support import recordings
 from support.pipeline import REPO
 
 import ctxlab
@@ -84,25 +85,32 @@ def test_parallel_calls_and_text_with_calls_are_present():
     assert any(m.get("tool_calls") and m.get("content") for m in messages)
 
 
-# --- real recorded trajectories (data/real/) and the course's own: every one is accepted ------
+# --- recorded real runs (../shared/real-runs/, read where they lie) and the course's own -------
 
-REAL = ctxlab.course.transcripts.real_names()
-REAL_DIR = REPO / "data" / "real"
+REAL = ctxlab.course.transcripts.real_names() if recordings.real_available() is None else []
 
 
-def test_real_trajectories_are_there_with_their_provenance():
+def test_the_recorded_real_runs_are_read_where_they_lie_with_their_provenance():
     import json
 
+    recordings.require(recordings.real_available())
+    assert not (REPO / "data" / "real").exists(), "another project's recordings are read where they lie, never committed"
+    folder = ctxlab.course.transcripts.real_runs_dir()
     assert len(REAL) >= 10
-    sources = json.loads((REAL_DIR / "sources.json").read_text(encoding="utf-8"))
-    licence = (REAL_DIR / "LICENSE.pydantic-ai").read_text(encoding="utf-8")
+    sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+    licence = (folder / "LICENSE.pydantic-ai").read_text(encoding="utf-8")
     assert licence.startswith("The MIT License")
-    readme = (REAL_DIR / "README.md").read_text(encoding="utf-8")
+    readme = (folder / "README.md").read_text(encoding="utf-8")
     for name, source in sources.items():
-        assert (REAL_DIR / f"{name}.jsonl").exists()
-        assert source["licence"] == "MIT" and len(source["commit"]) == 40
-        assert f"`{name}`" in readme
-    assert sum(p.stat().st_size for p in REAL_DIR.iterdir()) < 1_000_000
+        assert (folder / f"{name}.jsonl").exists()
+        assert source["licence"] == "MIT" and len(source["commit"]) == 40 and source["path"].endswith(".yaml")
+        assert source["commit"] in readme and "pydantic-ai" in source["repository"], name
+
+
+def test_without_the_real_runs_the_loader_says_where_to_put_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("CTXLAB_REAL_RUNS", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="not part of the course.*set CTXLAB_REAL_RUNS"):
+        ctxlab.course.transcripts.load_real("human-in-the-loop")
 
 
 def real_shapes():
@@ -117,6 +125,7 @@ def real_shapes():
 
 
 def test_real_trajectories_hold_the_shapes_the_sdk_produces():
+    recordings.require(recordings.real_available())
     keys, parts = real_shapes()
     assert {"refusal", "annotations", "tool_calls", "tool_call_id"} <= keys
     assert {"text", "image_url", "input_audio"} <= parts

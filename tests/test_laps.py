@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from support import recordings
 
 import ctxlab
 import ctxlab.course
@@ -84,6 +85,7 @@ def test_laps_go_on_from_the_last_step_given():
 
 def test_real_api_histories_age_their_tool_results():
     """The recorded API runs carry no steps: their old tool results are compressed by age."""
+    recordings.require(recordings.real_available())
     aged = 0
     for name in real_names():
         run, tools, _ = load_real(name)

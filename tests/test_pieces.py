@@ -47,18 +47,21 @@ def strings_of(value):
 
 
 def corpus() -> list[str]:
-    """Every string of the course's transcripts and tool schemas, and of the real
-    trajectories in data/real, with the JSON line of each message, and each tool result
+    """Every string of the course's transcripts and tool schemas, and of the recorded real runs
+    (when they are beside the clone), with the JSON line of each message, and each tool result
     compressed as age compression compresses it."""
     texts = []
-    for path in sorted([*ROOT.glob("data/*.jsonl"), *ROOT.glob("data/real/*.jsonl")]):
+    real = ctxlab.course.transcripts.real_runs_dir()
+    real_files = sorted(real.glob("*.jsonl")) if real is not None else []
+    real_tools = sorted(real.glob("*.tools.json")) if real is not None else []
+    for path in sorted(ROOT.glob("data/*.jsonl")) + real_files:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 message = json.loads(line)
                 texts += [line, *strings_of(message)]
                 if message.get("role") == "tool" and isinstance(message.get("content"), str):
                     texts += [ctxlab.compress(message["content"], cap) for cap in (300, 1_000)]
-    for path in sorted([*ROOT.glob("data/*.tools.json"), *ROOT.glob("data/real/*.tools.json")]):
+    for path in sorted(ROOT.glob("data/*.tools.json")) + real_tools:
         text = path.read_text(encoding="utf-8")
         texts += [text, *strings_of(json.loads(text))]
     return texts

@@ -2,7 +2,7 @@
 
 Its modules: ``checking`` (a lesson's visible tests), ``explaining`` (why a concept check's
 answer is right, once yours is), ``environment`` (the first cell of every
-lesson), ``transcripts`` (the course's generated runs and ``data/real/``), ``layout`` and
+lesson), ``transcripts`` (the course's generated runs, and the recorded real runs beside the clone), ``layout`` and
 ``layout_html`` (what the window holds lap by lap, and its picture), ``runs`` (a transcript
 replayed by name), ``widgets`` (the
 context-layout widget) and ``plots`` (the lessons' figures).

@@ -33,6 +33,7 @@ __all__ = [
     "load_transcript",
     "load_tools",
     "read_jsonl",
+    "real_runs_dir",
     "real_names",
     "load_real",
     "repeat_laps",
@@ -160,24 +161,55 @@ def load_tools(name_or_path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def real_names() -> list[str]:
-    """Names of the real recorded trajectories in ``data/real/`` (see its README).
+REAL_RUNS = "CTXLAB_REAL_RUNS"
+"""The environment variable that names the folder of recorded real runs."""
 
-    >>> "capitals-two-questions" in real_names()
+
+def real_runs_dir() -> Path | None:
+    """The folder of recorded real runs: ``$CTXLAB_REAL_RUNS``, or ``../shared/real-runs`` beside
+    the clone; None when there is neither.
+
+    The runs were recorded by another project (pydantic-ai's test suite, MIT; the folder's README
+    says which files and how), so they are read where they lie and never shipped with the course.
+
+    >>> real_runs_dir() is None or (real_runs_dir() / "sources.json").exists()
     True
     """
-    return sorted(json.loads((data_dir() / "real" / "sources.json").read_text(encoding="utf-8")))
+    named = os.environ.get(REAL_RUNS)
+    if named:
+        return Path(named)
+    beside = Path(__file__).resolve().parents[3] / "shared" / "real-runs"
+    return beside if beside.is_dir() else None
+
+
+def _real_folder() -> Path:
+    folder = real_runs_dir()
+    if folder is None or not (folder / "sources.json").is_file():
+        where = f"{folder} holds no sources.json" if folder is not None else "there is no ../shared/real-runs beside the clone"
+        raise FileNotFoundError(
+            f"the recorded real runs are not part of the course ({where}): they are another project's recordings, "
+            f"read where they lie; set {REAL_RUNS} to the folder that holds them")
+    return folder
+
+
+def real_names() -> list[str]:
+    """Names of the recorded real runs in :func:`real_runs_dir` (see its README).
+
+    >>> real_runs_dir() is None or "capitals-two-questions" in real_names()
+    True
+    """
+    return sorted(json.loads((_real_folder() / "sources.json").read_text(encoding="utf-8")))
 
 
 def load_real(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """``(messages, tools, source)`` of a real trajectory: its messages exactly as recorded (not
-    validated here), the tool schemas the request carried, and its provenance entry.
+    """``(messages, tools, source)`` of a recorded real run: its messages exactly as recorded (not
+    validated here), the tool schemas the request carried, and its provenance entry. Raises
+    ``FileNotFoundError``, saying where to put them, when the runs are not beside the clone.
 
-    >>> messages, tools, source = load_real("capitals-two-questions")
-    >>> source["licence"], messages[0]["role"]
-    ('MIT', 'user')
+    >>> real_runs_dir() is None or load_real("capitals-two-questions")[2]["licence"] == "MIT"
+    True
     """
-    folder = data_dir() / "real"
+    folder = _real_folder()
     sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
     if name not in sources:
         raise KeyError(f"no real trajectory named {name!r}; choose one of: {', '.join(sorted(sources))}")

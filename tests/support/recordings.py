@@ -6,8 +6,9 @@ Two sets, both read where they lie, never copied into the repository:
   in other projects' test suites, one per line, with the project, the cassette and the bill.
   Its own README lists the sources and their licences. ``CTXLAB_RECORDINGS`` names another
   folder holding ``openai-chat.jsonl``.
-* ``data/real/``: the fourteen pydantic-ai runs the library's tests replay; ``sources.json``
-  holds the bill of the request each file keeps.
+* ``../shared/real-runs/`` beside the clone (CI has it; ``CTXLAB_REAL_RUNS`` names another
+  folder): the fourteen pydantic-ai runs the library's tests replay; ``sources.json`` holds the
+  bill of the request each file keeps (``ctxlab.course.transcripts.load_real`` reads them).
 
 Each is turned into a :class:`Recorded`: the request body as it was sent and its bill.
 
@@ -32,8 +33,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "recordings"
-REAL = REPO / "data" / "real"
 FILE = "openai-chat.jsonl"
+MORE = "openai-chat-more.jsonl"
+"""The second shared file: requests from projects the counting rules were not fitted on."""
+REQUIRE = "CTXLAB_REQUIRE_RECORDINGS"
+"""Set to 1 (as ``.ci/run`` does), a test that needs the recordings fails instead of skipping."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,28 @@ def shared_available() -> str | None:
     )
 
 
+def real_available() -> str | None:
+    """``None`` when the recorded real runs can be read, else why not (a skip reason)."""
+    from ctxlab.course.transcripts import REAL_RUNS, real_runs_dir
+
+    folder = real_runs_dir()
+    if folder is not None and (folder / "sources.json").is_file():
+        return None
+    where = folder or REPO.parent / "shared" / "real-runs"
+    return f"the recorded real runs are expected at {where} (shared/real-runs beside the clone, or ${REAL_RUNS}); CI has them"
+
+
+def require(reason: str | None) -> None:
+    """Skip the calling test for ``reason`` (when there is one), or fail it when the recordings
+    are required (``CTXLAB_REQUIRE_RECORDINGS=1``)."""
+    import pytest
+
+    if reason:
+        if os.environ.get(REQUIRE) == "1":
+            pytest.fail(f"{REQUIRE}=1 but {reason}")
+        pytest.skip(reason)
+
+
 def from_row(row: Mapping[str, Any], *, line: int) -> Recorded:
     """A :class:`Recorded` from one line of ``openai-chat.jsonl``."""
     try:
@@ -101,13 +127,19 @@ def from_row(row: Mapping[str, Any], *, line: int) -> Recorded:
     return Recorded(f"{row['repo']} {row['path']} #{row['index']}", request, billed, "shared")
 
 
-def shared() -> Iterator[Recorded]:
-    """Every request of ``openai-chat.jsonl``, in file order."""
-    path = recordings_folder() / FILE
+def shared(name: str = FILE) -> Iterator[Recorded]:
+    """Every request of ``openai-chat.jsonl`` (or the shared file ``name``), in file order."""
+    path = recordings_folder() / name
     with path.open(encoding="utf-8") as lines:
         for number, text in enumerate(lines, 1):
             if text.strip():
                 yield from_row(json.loads(text), line=number)
+
+
+def more_available() -> str | None:
+    """``None`` when the second shared file can be read, else why not (a skip reason)."""
+    path = recordings_folder() / MORE
+    return None if path.is_file() else f"the second file of recorded requests is expected at {path}; CI has it"
 
 
 def cached_tokens() -> Iterator[tuple[str, int]]:
@@ -127,17 +159,16 @@ def cached_tokens() -> Iterator[tuple[str, int]]:
 
 
 def real() -> Iterator[Recorded]:
-    """The requests behind ``data/real/`` (read with :func:`ctxlab.course.transcripts.load_real`): each
-    file's messages, less the reply ``convert.py`` appended to those that end in one, with its
-    tools, as billed."""
-    from ctxlab.course.transcripts import load_real
+    """The requests behind the recorded real runs (read with
+    :func:`ctxlab.course.transcripts.load_real`): each file's messages, less the reply appended to
+    those that end in one (its README says so), with its tools, as billed."""
+    from ctxlab.course.transcripts import load_real, real_names
 
-    sources = json.loads((REAL / "sources.json").read_text(encoding="utf-8"))
-    for name in sorted(sources):
+    for name in real_names():
         messages, tools, entry = load_real(name)
         if messages and messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls"):
-            messages = messages[:-1]  # the reply convert.py appended: not part of the request
+            messages = messages[:-1]  # the reply appended after the request: not part of it
         request: dict[str, Any] = {"model": entry["model"], "messages": messages}
         if tools:
             request["tools"] = tools
-        yield Recorded(f"data/real/{name}", request, entry["prompt_tokens"], "real")
+        yield Recorded(f"real-runs/{name}", request, entry["prompt_tokens"], "real")
