@@ -18,7 +18,9 @@ the JSON that was sent:
   :data:`TOOL_CHOICE_NAMED` more; ``"required"`` and ``"none"`` by :data:`TOOL_CHOICE_TOKENS`.
 
 Keys that only steer sampling or delivery (``temperature``, ``stream``, ``max_tokens``, ...) cost
-nothing; a key this module does not know is refused, since what it adds to the bill is not known.
+nothing. A key this module does not know (the API gains new ones every few months) is left out
+of the count with an :class:`UnknownKeyWarning` that names it, since what it adds to the bill is
+not known; ``strict=True`` refuses it instead.
 How close this lands is measured on recorded bills by ``tests/test_billing.py`` and
 ``bench/bench_counting.py``; the constants named here were measured there, not published.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,7 +46,8 @@ from .parts import image_size
 from .tokens import RESULT_AUTHOR, TOKENS_PER_MESSAGE, count_message, count_messages, encoding
 from .tool_text import GPT5_TOOL_PREAMBLE, TOOL_BLOCK_ADJUSTMENT, tool_block
 
-__all__ = ["FREE_KEYS", "count_request", "encoding_name_for", "escapes_non_ascii", "parallel_results_text"]
+__all__ = ["FREE_KEYS", "UNPRICED_KEYS", "UnknownKeyWarning", "count_request", "encoding_name_for", "escapes_non_ascii",
+           "parallel_results_text"]
 
 FREE_KEYS = frozenset({
     "model", "temperature", "top_p", "n", "stream", "stream_options", "stop", "max_tokens",
@@ -56,6 +60,16 @@ FREE_KEYS = frozenset({
 delivery or storage). ``prediction`` is billed as output, not input."""
 
 _COUNTED_KEYS = frozenset({"messages", "tools", "functions", "tool_choice", "function_call", "response_format"})
+
+UNPRICED_KEYS = {
+    "web_search_options": "search models bill a prompt of their own, with the search results in it",
+}
+"""Known request keys whose cost no published rule gives, with why; counted as unknown keys are."""
+
+
+class UnknownKeyWarning(UserWarning):
+    """:func:`count_request` left a request key out of its count: the message names the key and
+    why. The count is then a lower bound of the bill by whatever that key adds."""
 
 
 def encoding_name_for(model: str) -> str:
@@ -85,8 +99,11 @@ def _free_when_default(request: Mapping[str, Any]) -> set[str]:
     return free
 
 
-def count_request(request: Mapping[str, Any]) -> int:
+def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
     """The ``prompt_tokens`` the API bills for ``request``, a Chat Completions request body.
+
+    A key it does not know is left out of the count with an :class:`UnknownKeyWarning` naming
+    it; with ``strict=True`` it is refused (``ValueError``).
 
     >>> count_request({"model": "gpt-3.5-turbo", "messages": [
     ...     {"role": "system", "content": "You are terse."},
@@ -100,10 +117,14 @@ def count_request(request: Mapping[str, Any]) -> int:
             raise ValueError(f"the request has no {key!r}: pass the whole body sent to chat.completions.create")
     unknown = sorted(set(request) - FREE_KEYS - _COUNTED_KEYS - _free_when_default(request))
     if unknown:
-        raise ValueError(
-            f"cannot count request key(s) {', '.join(map(repr, unknown))}: what they add to the bill "
-            "is not known offline; count the request without them and add their cost yourself"
-        )
+        why = "; ".join(f"{key}: {UNPRICED_KEYS[key]}" for key in unknown if key in UNPRICED_KEYS)
+        what = (f"request key(s) {', '.join(map(repr, unknown))}: what they add to the bill is not known offline"
+                + (f" ({why})" if why else ""))
+        if strict:
+            raise ValueError(f"cannot count {what}; count the request without them and add their cost yourself")
+        warnings.warn(UnknownKeyWarning(
+            f"not counted: {what}; the count covers the rest of the request, so the bill may be higher "
+            "(strict=True refuses such a request)"), stacklevel=2)
     messages = request["messages"]
     if not isinstance(messages, list) or not messages:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")

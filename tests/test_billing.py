@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import struct
+import warnings
 from pathlib import Path
 
 import pytest
@@ -119,8 +120,11 @@ def _pending_reason(recorded) -> str | None:
 
 
 def _count(recorded) -> int | str:
+    """The count, a key it leaves out included (its warning is what the next test checks)."""
     try:
-        return ctxlab.count_request(recorded.request)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ctxlab.billing.UnknownKeyWarning)
+            return ctxlab.count_request(recorded.request)
     except (ValueError, TypeError) as err:
         return f"refused: {err}"
 
@@ -258,10 +262,24 @@ def test_the_exceptions_are_at_most_two_percent_of_the_recordings(everything):
         f"{len(off)} of {len(everything)} recorded requests are off their bill, more than 2%:\n" + "\n".join(off))
 
 
-def test_count_request_refuses_what_it_cannot_price():
-    request = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}], "web_search_options": {}}
-    with pytest.raises(ValueError, match="web_search_options"):
-        ctxlab.count_request(request)
+def test_a_key_the_counter_does_not_know_is_left_out_with_a_warning_or_refused_when_strict():
+    """New request parameters appear every few months: a count goes on without the key, says so,
+    and strict=True refuses as before. A known key no rule prices says why."""
+    plain = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}
+    for key, value, why in (("a_parameter_from_2027", {"x": 1}, None),
+                            ("web_search_options", {}, "search models bill a prompt of their own")):
+        with pytest.warns(ctxlab.billing.UnknownKeyWarning, match=f"not counted: request key.*'{key}'") as caught:
+            assert ctxlab.count_request({**plain, key: value}) == ctxlab.count_request(plain)
+        assert why is None or why in str(caught[0].message)
+        with pytest.raises(ValueError, match=f"cannot count request key.*'{key}'"):
+            ctxlab.count_request({**plain, key: value}, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # keys that add nothing, or are unset, pass in silence
+        ctxlab.count_request({**plain, "store": True, "metadata": {"a": "b"}, "user": "u", "prompt_cache_key": "k",
+                              "safety_identifier": "s", "tool_choice": None, "response_format": {"type": "text"}})
+
+
+def test_count_request_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="model"):
         ctxlab.count_request({"model": "claude-3", "messages": [{"role": "user", "content": "Hi"}]})
     with pytest.raises(ValueError, match="'messages'"):
