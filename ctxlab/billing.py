@@ -68,8 +68,9 @@ UNPRICED_KEYS = {
 
 
 class UnknownKeyWarning(UserWarning):
-    """:func:`count_request` left a request key out of its count: the message names the key and
-    why. The count is then a lower bound of the bill by whatever that key adds."""
+    """:func:`count_request` left a request key, or a tool of a type it cannot render, out of its
+    count: the message names it and why. The count then falls short of the bill by whatever
+    that part adds."""
 
 
 def encoding_name_for(model: str) -> str:
@@ -102,8 +103,8 @@ def _free_when_default(request: Mapping[str, Any]) -> set[str]:
 def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
     """The ``prompt_tokens`` the API bills for ``request``, a Chat Completions request body.
 
-    A key it does not know is left out of the count with an :class:`UnknownKeyWarning` naming
-    it; with ``strict=True`` it is refused (``ValueError``).
+    A key it does not know, or a tool that is not a function tool, is left out of the count with
+    an :class:`UnknownKeyWarning` naming it; with ``strict=True`` it is refused (``ValueError``).
 
     >>> count_request({"model": "gpt-3.5-turbo", "messages": [
     ...     {"role": "system", "content": "You are terse."},
@@ -130,7 +131,7 @@ def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")
     enc = encoding(encoding_name_for(request["model"]))
     messages, images = _images_apart(messages, request["model"])
-    tools = _functions(request)
+    tools = _functions(request, strict)
     # The system message carries the tool block, then the response format (harmony's order).
     appended = [tool_block(tools)] if tools else []
     shown_format = response_format_text(request.get("response_format"))
@@ -418,15 +419,23 @@ def as_rendered(messages: list) -> list:
     return rendered
 
 
-def _functions(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The request's function tools and legacy ``functions``, checked."""
+def _functions(request: Mapping[str, Any], strict: bool = False) -> list[Mapping[str, Any]]:
+    """The request's function tools and legacy ``functions``, checked. A tool of another type
+    (``custom``, whose rendering no published rule gives) is left out with an
+    :class:`UnknownKeyWarning`, or refused when ``strict``."""
     tools = list(request.get("tools") or []) + list(request.get("functions") or [])
+    other = [(index, tool.get("type")) for index, tool in enumerate(tools)
+             if isinstance(tool, Mapping) and tool.get("type", "function") != "function"]
+    if other:
+        what = ", ".join(f"tool {index} (of type {kind!r})" for index, kind in other)
+        if strict:
+            raise ValueError(f"{what}: only function tools are rendered by a known rule; count the request without it")
+        warnings.warn(UnknownKeyWarning(
+            f"not counted: {what}: only function tools are rendered by a known rule (how the API shows a "
+            "custom tool's grammar or format to the model is not published), so the bill may be higher"),
+            stacklevel=3)
+        tools = [tool for index, tool in enumerate(tools) if index not in {i for i, _ in other}]
     for index, tool in enumerate(tools):
-        if isinstance(tool, Mapping) and tool.get("type", "function") != "function":
-            raise ValueError(
-                f"tool {index} is of type {tool.get('type')!r}: only function tools are rendered by a "
-                "published rule; count the request without it"
-            )
         function = tool.get("function", tool) if isinstance(tool, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise ValueError(

@@ -180,7 +180,7 @@ def test_requests_land_on_their_bill(everything, kind):
 MORE_OFF = {
     "DataDog/dd-trace-py tests/cassettes/openai/openai_chat_completions_post_3eb1f03d.yaml #0": "gpt-4o, plain: -340 on 1118",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion.yaml #0": "gpt-3.5-turbo, plain: -4 on 57",
-    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_custom_tool_call.yaml #0": "gpt-5, tools: refused: tool 0 is of type 'custom'",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_custom_tool_call.yaml #0": "gpt-5, tools: custom tool left out",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_image_input.yaml #0": "gpt-4-vision-preview, plain: refused: message 0",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_tool_call_follow_up.yaml #0": "gpt-3.5-turbo, plain: +20 on 143",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_tool_call_streamed.yaml #0": "gpt-3.5-turbo, plain: -149 on 166",
@@ -462,8 +462,11 @@ def test_images_follow_the_model_and_files_are_refused():
     with pytest.raises(ctxlab.MessageError, match="file"):
         ctxlab.count_request({"model": "gpt-4o", "messages": [document]})
     custom = {"type": "custom", "custom": {"name": "grep"}}
-    with pytest.raises(ValueError, match="custom"):
-        ctxlab.count_request({"model": "gpt-5", "messages": [text_only], "tools": [custom]})
+    with pytest.raises(ValueError, match="tool 0 \\(of type 'custom'\\): only function tools"):
+        ctxlab.count_request({"model": "gpt-5", "messages": [text_only], "tools": [custom]}, strict=True)
+    with pytest.warns(ctxlab.billing.UnknownKeyWarning, match="not counted: tool 1 \\(of type 'custom'\\)"):
+        mixed = ctxlab.count_request({"model": "gpt-5", "messages": [text_only], "tools": [WEATHER, custom]})
+    assert mixed == ctxlab.count_request({"model": "gpt-5", "messages": [text_only], "tools": [WEATHER]})
 
 
 def test_histories_straight_from_the_api_and_long_runs_are_counted():
