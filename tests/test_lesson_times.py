@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/, as conftest.py does
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repository: autograder, when run as a script
 from test_rule_map import LESSONS, REPO, load_rules, normalise  # noqa: E402
 
 WORDS_PER_MINUTE = 200

@@ -16,12 +16,12 @@ A test worth 0 points is an optional challenge: its rules need no ``taught`` wor
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+from support.pipeline import _answers_module
 
 REPO = Path(__file__).resolve().parents[1]
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
@@ -40,14 +40,6 @@ def normalise(text: str) -> str:
     text = re.sub(r"[*`]", "", text)
     text = re.sub(r"(^|\s)[-*]\s", r"\1", text)
     return " ".join(text.split()).lower()
-
-
-def _answers_module(lesson: str):
-    path = REPO / "tests" / "wrong_answers" / f"{lesson.replace('-', '_')}.py"
-    spec = importlib.util.spec_from_file_location(f"rule_map_{lesson.replace('-', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_rules(lesson: str) -> list[dict]:
