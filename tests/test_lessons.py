@@ -79,12 +79,9 @@ def test_points_in_headings_add_up(lesson):
 
 # What a test cell is worth, by what it takes to pass: a concept check needs a reasoned choice; a
 # rule test, the rule understood and applied; a test of a layout the exercise gives line by line
-# (lesson 06's seven steps of build_context, lesson 04's re-plan message), copying it.
+# (lesson 06's seven steps of build_context), copying it.
 POINTS = {"concept check": 2, "rule": 1, "layout given line by line": 0.5}
 GIVEN_LAYOUT = {
-    "04-scratchpad": ("replan-after-header-first", "replan-after-goal-after-header", "replan-after-plan-in-order",
-                      "replan-after-keeps-failures", "replan-after-omits-empty-sections",
-                      "replan-after-leaves-out-the-rest", "replan-after-user-message"),
     "06-assembly": ("build-context-",),
 }
 

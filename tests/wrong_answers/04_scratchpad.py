@@ -98,20 +98,11 @@ def replan_after(pad, events, min_share=0.25):
     )
     if not due:
         return None
-    parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
-    if pad.remaining:
-        parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
-    if pad.failed:
-        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
-    return {"role": "user", "content": "\\n\\n".join(parts)}
+    return ctxlab.replanning.replan_message(pad)
 '''
 SHARE = 'event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]'
 KINDS = 'event["kind"] in ("trim", "summarise", "summary_failed")\n        and '
-GOAL_PART = 'parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]'
-RETURN = 'return {"role": "user", "content": "\\n\\n".join(parts)}'
-FAILED_PART = '''    if pad.failed:
-        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in pad.failed.items()))
-'''
+MESSAGE = "return ctxlab.replanning.replan_message(pad)"
 DUE = '''    due = any(
         event["kind"] in ("trim", "summarise", "summary_failed")
         and event["tokens_before"] > 0
@@ -308,11 +299,8 @@ def render_bounded(pad, max_tokens):
          **replan((SHARE, 'event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_after"]'))),
     dict(name="due-when-shrunk-to-the-share",
          fails=["replan-after-visible", "replan-after-at-exactly-the-share",
-                "replan-after-every-cutting-kind", "replan-after-goal-after-header",
-                "replan-after-header-first", "replan-after-keeps-failures",
-                "replan-after-leaves-out-the-rest", "replan-after-looks-at-every-event",
-                "replan-after-omits-empty-sections", "replan-after-plan-in-order",
-                "replan-after-user-message", "replan-after-uses-min-share"],
+                "replan-after-every-cutting-kind", "replan-after-leaves-inputs-unchanged",
+                "replan-after-looks-at-every-event", "replan-after-uses-min-share"],
          **replan((SHARE, 'event["tokens_after"] <= min_share * event["tokens_before"]'))),
     dict(name="fixed-quarter-ignores-min-share", fails=["replan-after-uses-min-share"],
          **replan((SHARE, 'event["tokens_before"] - event["tokens_after"] >= 0.25 * event["tokens_before"]'))),
@@ -324,34 +312,10 @@ def render_bounded(pad, max_tokens):
     dict(name="divides-by-zero-tokens", fails=["replan-after-zero-tokens-before"],
          **replan(('        and event["tokens_before"] > 0\n        and ' + SHARE,
                    '        and (event["tokens_before"] - event["tokens_after"]) / event["tokens_before"] >= min_share'))),
-    dict(name="replan-without-the-header",
-         fails=["replan-after-visible", "replan-after-goal-after-header",
-                "replan-after-header-first", "replan-after-omits-empty-sections"],
-         **replan((GOAL_PART, 'parts = [f"GOAL: {pad.goal}"]'))),
-    dict(name="goal-after-the-plan",
-         fails=["replan-after-visible", "replan-after-goal-after-header",
-                "replan-after-omits-empty-sections"],
-         **replan((GOAL_PART, "parts = [ctxlab.replanning.REPLAN_HEADER]"),
-                  (RETURN, 'parts.append(f"GOAL: {pad.goal}")\n    ' + RETURN))),
-    dict(name="plan-newest-step-first", fails=["replan-after-visible", "replan-after-plan-in-order"],
-         **replan(("for step in pad.remaining)", "for step in reversed(pad.remaining))"))),
-    dict(name="replan-forgets-the-failures",
-         fails=["replan-after-visible", "replan-after-keeps-failures",
-                "replan-after-omits-empty-sections"],
-         **replan((FAILED_PART, ""))),
-    dict(name="replan-keeps-empty-headings", fails=["replan-after-omits-empty-sections"],
-         **replan(("    if pad.remaining:", "    if True:"), ("    if pad.failed:", "    if True:"))),
-    dict(name="replan-pastes-the-whole-scratchpad",
-         fails=["replan-after-visible", "replan-after-leaves-out-the-rest"],
-         **replan((GOAL_PART, 'return {"role": "user", "content": f"{ctxlab.replanning.REPLAN_HEADER}\\n{pad.render()}"}'))),
-    dict(name="replan-returns-the-text",
-         fails=["replan-after-visible", "replan-after-goal-after-header",
-                "replan-after-header-first", "replan-after-keeps-failures",
-                "replan-after-leaves-out-the-rest", "replan-after-omits-empty-sections",
-                "replan-after-plan-in-order", "replan-after-user-message"],
-         **replan((RETURN, 'return "\\n\\n".join(parts)'))),
-    dict(name="replan-as-a-system-message", fails=["replan-after-visible", "replan-after-user-message"],
-         **replan(('{"role": "user"', '{"role": "system"'))),
+    dict(name="replan-pastes-the-whole-scratchpad", fails=["replan-after-visible"],
+         **replan((MESSAGE, 'return {"role": "user", "content": f"{ctxlab.replanning.REPLAN_HEADER}\\n{pad.render()}"}'))),
+    dict(name="replan-returns-the-text", fails=["replan-after-visible"],
+         **replan((MESSAGE, MESSAGE + '["content"]'))),
     # Scratchpad.render: repeats, falsy values, added order, read only
     dict(name="drops-repeated-items", fails=["scratchpad-render-item-lines"],
          **render(("for item in self.done]", "for item in dict.fromkeys(self.done)]"),
@@ -540,22 +504,10 @@ RULES = [
          wrong="looks-only-at-the-last-event"),
     dict(rule="tokens_before of 0 is not due and raises nothing", test="replan-after-zero-tokens-before",
          wrong="divides-by-zero-tokens"),
-    dict(rule="the message starts with ctxlab.replanning.REPLAN_HEADER", test="replan-after-header-first",
-         wrong="replan-without-the-header"),
-    dict(rule="the goal comes right after the header, before the plan", test="replan-after-goal-after-header",
-         wrong="goal-after-the-plan"),
-    dict(rule="the remaining steps are listed in order, next step first", test="replan-after-plan-in-order",
-         wrong="plan-newest-step-first"),
-    dict(rule="every failure is listed under DO NOT RETRY", test="replan-after-keeps-failures",
-         wrong="replan-forgets-the-failures"),
-    dict(rule="an empty REMAINING or DO NOT RETRY is left out", test="replan-after-omits-empty-sections",
-         wrong="replan-keeps-empty-headings"),
-    dict(rule="DONE, facts and open questions are left out", test="replan-after-leaves-out-the-rest",
+    dict(rule="the message is ctxlab.replanning.replan_message(pad), not the whole scratchpad", test="replan-after-visible",
          wrong="replan-pastes-the-whole-scratchpad"),
-    dict(rule="the result is a message dict, not the text", test="replan-after-user-message",
+    dict(rule="the result is ctxlab.replanning.replan_message(pad) itself, not its text", test="replan-after-visible",
          wrong="replan-returns-the-text"),
-    dict(rule="the message has role user", test="replan-after-user-message", wrong="replan-as-a-system-message"),
-    dict(rule="the worked example renders exactly", test="replan-after-visible", wrong="plan-newest-step-first"),
     # Scratchpad.render: repeats, falsy values, added order, read only
     dict(rule="a repeated item gives a repeated line", test="scratchpad-render-item-lines", wrong="drops-repeated-items"),
     dict(rule="an empty or zero value still shows", test="scratchpad-render-shows-facts", wrong="skips-falsy-values"),
@@ -844,28 +796,6 @@ class Scratchpad:
                 parts.append(f"{heading}:\\n" + "\\n".join(lines))
         return "\\n\\n".join(parts)
 ''', fails=['scratchpad-render-item-lines']),
-    dict(name='failures-sorted', cell='replan-after', source='''
-def replan_after(pad, events, min_share=0.25):
-    """The message asking the model to restate its plan after a big change, or None.
-
-    >>> replan_after(ctxlab.Scratchpad(goal="g"), [{"kind": "trim", "tokens_before": 900, "tokens_after": 850}]) is None
-    True
-    """
-    due = any(
-        event["kind"] in ("trim", "summarise", "summary_failed")
-        and event["tokens_before"] > 0
-        and event["tokens_before"] - event["tokens_after"] >= min_share * event["tokens_before"]
-        for event in events
-    )
-    if not due:
-        return None
-    parts = [f"{ctxlab.replanning.REPLAN_HEADER}\\nGOAL: {pad.goal}"]
-    if pad.remaining:
-        parts.append("REMAINING:\\n" + "\\n".join(f"- {step}" for step in pad.remaining))
-    if pad.failed:
-        parts.append("DO NOT RETRY:\\n" + "\\n".join(f"- {call}: {reason}" for call, reason in sorted(pad.failed.items())))
-    return {"role": "user", "content": "\\n\\n".join(parts)}
-''', fails=['replan-after-keeps-failures']),
     dict(name='empty-message-kept-after-a-colon', cell='update-scratchpad', source='''
 def update_scratchpad(pad, call, result):
     """Record one tool call and its result in `pad` (in place) and return `pad`.
@@ -953,7 +883,6 @@ RULES += [
     dict(rule='the DONE line holds the first non-blank line as it is, leading spaces included', test='update-scratchpad-done-first-non-blank-line', wrong='strips-the-done-line'),
     dict(rule='the cut is compared exactly with min_share * tokens_before: 24.9% is under a quarter', test='replan-after-small-change-is-none', wrong='rounds-the-share'),
     dict(rule="a zero or empty item of a list section still gives its '- ' line", test='scratchpad-render-item-lines', wrong='skips-empty-items'),
-    dict(rule='the re-plan lists the failures in the order they were recorded, not sorted', test='replan-after-keeps-failures', wrong='failures-sorted'),
     dict(rule='an empty or null message gives the error alone as the reason', test='update-scratchpad-failure-reason', wrong='empty-message-kept-after-a-colon'),
     dict(rule='a dict success is written with json.dumps and its defaults (characters outside ASCII escaped)', test='update-scratchpad-dict-success-as-json', wrong='dict-success-without-ascii-escapes'),
     dict(rule="only a truthy 'error' key makes a failure: a 'status' of 'error' is a success", test='update-scratchpad-truthy-error-only', wrong='status-error-counts-as-failure'),
@@ -989,14 +918,8 @@ WRONG_ANSWERS += [
     dict(name="same-success-listed-once", fails=["update-scratchpad-bounded-growth"],
          **update(('    pad.done.append(f"{key} -> {first_line[:80]}")',
                    '    line = f"{key} -> {first_line[:80]}"\n    if line not in pad.done:\n        pad.done.append(line)'))),
-    dict(name="replan-lists-the-first-five-steps", fails=["replan-after-plan-in-order"],
-         **replan(("for step in pad.remaining)", "for step in pad.remaining[:5])"))),
-    dict(name="replan-drops-repeated-steps", fails=["replan-after-plan-in-order"],
-         **replan(("for step in pad.remaining)", "for step in dict.fromkeys(pad.remaining))"))),
-    dict(name="replan-skips-failures-without-a-reason", fails=["replan-after-keeps-failures"],
-         **replan(("for call, reason in pad.failed.items())", "for call, reason in pad.failed.items() if reason)"))),
-    dict(name="replan-clears-done", fails=["replan-after-leaves-out-the-rest"],
-         **replan((GOAL_PART, "pad.done.clear()\n    " + GOAL_PART))),
+    dict(name="replan-clears-done", fails=["replan-after-leaves-inputs-unchanged"],
+         **replan((MESSAGE, "pad.done.clear()\n    " + MESSAGE))),
 ]
 RULES += [
     dict(rule="a failure with an empty reason still shows under DO NOT RETRY", test="scratchpad-render-shows-failures",
@@ -1017,13 +940,7 @@ RULES += [
          test="update-scratchpad-done-first-non-blank-line", wrong="lines-split-on-newline-only"),
     dict(rule="each success adds its own DONE line, the same one again included", test="update-scratchpad-bounded-growth",
          wrong="same-success-listed-once"),
-    dict(rule="the re-plan lists every remaining step, however many", test="replan-after-plan-in-order",
-         wrong="replan-lists-the-first-five-steps"),
-    dict(rule="the re-plan lists a repeated step each time", test="replan-after-plan-in-order",
-         wrong="replan-drops-repeated-steps"),
-    dict(rule="the re-plan lists every failure, one with an empty reason too", test="replan-after-keeps-failures",
-         wrong="replan-skips-failures-without-a-reason"),
-    dict(rule="replan_after only reads the pad: DONE, facts and questions stay in it", test="replan-after-leaves-out-the-rest",
+    dict(rule="replan_after only reads the pad: DONE, facts and questions stay in it", test="replan-after-leaves-inputs-unchanged",
          wrong="replan-clears-done"),
 ]
 
@@ -1065,10 +982,10 @@ WRONG_ANSWERS += [
                    ("                del section[next(iter(section))]",
                     "                del section[next(iter(section))]\n                if section:\n"
                     "                    del section[next(iter(section))]"))),
-    dict(name="replan-writes-the-share-into-the-events", fails=["replan-after-leaves-out-the-rest"],
+    dict(name="replan-writes-the-share-into-the-events", fails=["replan-after-leaves-inputs-unchanged"],
          **replan(("    due = any(", '    for event in events:\n        event["share"] = (event["tokens_before"] - '
                    'event["tokens_after"]) / event["tokens_before"] if event["tokens_before"] else 0\n    due = any('))),
-    dict(name="replan-sorts-the-events", fails=["replan-after-leaves-out-the-rest"],
+    dict(name="replan-sorts-the-events", fails=["replan-after-leaves-inputs-unchanged"],
          **replan(("    due = any(", '    events.sort(key=lambda e: e["tokens_before"], reverse=True)\n    due = any('))),
 ]
 RULES += [
@@ -1086,9 +1003,9 @@ RULES += [
          test="update-scratchpad-done-first-non-blank-line", wrong="cut-line-without-its-trailing-spaces"),
     dict(rule="lines are shed one at a time in every section, stopping as soon as it fits",
          test="render-bounded-sheds-no-more-than-needed", wrong="sheds-two-lines-at-a-time-after-done"),
-    dict(rule="replan_after only reads the events: it adds nothing to them", test="replan-after-leaves-out-the-rest",
+    dict(rule="replan_after only reads the events: it adds nothing to them", test="replan-after-leaves-inputs-unchanged",
          wrong="replan-writes-the-share-into-the-events"),
-    dict(rule="replan_after only reads the events: their order stays", test="replan-after-leaves-out-the-rest",
+    dict(rule="replan_after only reads the events: their order stays", test="replan-after-leaves-inputs-unchanged",
          wrong="replan-sorts-the-events"),
 ]
 
@@ -1119,8 +1036,6 @@ WRONG_ANSWERS += [
          **bounded(("work = copy.deepcopy(pad)",
                     "work = ctxlab.Scratchpad(goal=pad.goal, facts=dict(pad.facts), done=list(pad.done), "
                     "remaining=list(pad.remaining), failed=dict(pad.failed), open_questions=pad.open_questions)"))),
-    dict(name="replan-skips-empty-steps", fails=["replan-after-plan-in-order"],
-         **replan(("for step in pad.remaining)", "for step in pad.remaining if step)"))),
     dict(name="small-talk-calls-for-a-replan", fails=["replan-after-only-cutting-kinds"],
          **replan(('("trim", "summarise", "summary_failed")', '("trim", "summarise", "summary_failed", "small_talk")'))),
 ]
@@ -1140,8 +1055,6 @@ RULES += [
          test="render-bounded-leaves-pad-unchanged", wrong="copy-shares-the-facts"),
     dict(rule="shedding works on a copy of every field: the open questions given stay whole",
          test="render-bounded-leaves-pad-unchanged", wrong="copy-shares-the-questions"),
-    dict(rule="the re-plan lists every step, an empty or zero one too", test="replan-after-plan-in-order",
-         wrong="replan-skips-empty-steps"),
     dict(rule="only ctxlab.replanning.REPLAN_KINDS make a re-plan due: small_talk does not", test="replan-after-only-cutting-kinds",
          wrong="small-talk-calls-for-a-replan"),
 ]
@@ -1195,10 +1108,7 @@ _REFUSE = "If the goal and the failures alone do not fit, raise ctxlab.BudgetErr
 _DUE = "tokens_before - tokens_after >= min_share * tokens_before"
 _ANY_EVENT = "A re-plan is due when at least one event (any of them, not only the last) has a kind in"
 _KINDS = "ctxlab.replanning.REPLAN_KINDS (\"trim\", \"summarise\", \"summary_failed\")"
-_TEXT = "The text is ctxlab.replanning.REPLAN_HEADER, a newline and GOAL: <goal>"
-_STEPS = "REMAINING: and one - step line per step, in order"
-_FAILURES = "DO NOT RETRY: and one - call: reason line per failure, in the order they were recorded"
-_LEAVE_OUT = "leave out DONE, facts and open questions"
+_MESSAGE = "Otherwise return ctxlab.replanning.replan_message(pad), the message built for you"
 _ONLY_READS = "replan_after only reads pad and events: it changes neither"
 TAUGHT = {
     # Scratchpad.render
@@ -1313,35 +1223,23 @@ TAUGHT = {
     "exactly min_share taken out is due (>=)": _DUE,
     "the share is what was taken out, not what is left": _DUE,
     "each of the three kinds counts, summary_failed too": _KINDS,
-    "the goal comes right after the header, before the plan": _TEXT,
-    "the message starts with ctxlab.replanning.REPLAN_HEADER": _TEXT,
-    "every failure is listed under DO NOT RETRY": _FAILURES,
-    "the re-plan lists every failure, one with an empty reason too": _FAILURES,
-    "the re-plan lists the failures in the order they were recorded, not sorted": _FAILURES,
-    "DONE, facts and open questions are left out": _LEAVE_OUT,
+    "the message is ctxlab.replanning.replan_message(pad), not the whole scratchpad": _MESSAGE,
+    "the result is ctxlab.replanning.replan_message(pad) itself, not its text": _MESSAGE,
     "replan_after only reads the events: it adds nothing to them": _ONLY_READS,
     "replan_after only reads the events: their order stays": _ONLY_READS,
     "replan_after only reads the pad: DONE, facts and questions stay in it": _ONLY_READS,
     "a big cut is due even when a small one comes after it": _ANY_EVENT,
     "each event is judged on its own share, not added to the others": (_ANY_EVENT, _DUE),
     "every event of the lap is looked at, not only the last": _ANY_EVENT,
-    "an empty REMAINING or DO NOT RETRY is left out": "Leave out a section that is empty",
     "only ctxlab.replanning.REPLAN_KINDS make a re-plan due: small_talk does not": (_KINDS, "Other kinds never do"),
     "only trim, summarise and summary_failed events count": (_KINDS, "Other kinds never do"),
-    "the re-plan lists a repeated step each time": _STEPS,
-    "the re-plan lists every remaining step, however many": _STEPS,
-    "the re-plan lists every step, an empty or zero one too": _STEPS,
-    "the remaining steps are listed in order, next step first": _STEPS,
     "the cut comes from tokens_before and tokens_after alone": _DUE,
     "the share is of tokens_before": _DUE,
     "a change that took out less than min_share gives None": ("When no re-plan is due, return None", _DUE),
     "a cut of a quarter or more by a cutting kind calls for a re-plan": (_ANY_EVENT, _DUE),
     "an event that grew the context took nothing out": _DUE,
     "the cut is compared exactly with min_share * tokens_before: 24.9% is under a quarter": _DUE,
-    "the message has role user": "Otherwise return the message {\"role\": \"user\", \"content\": text}",
-    "the result is a message dict, not the text": "Otherwise return the message {\"role\": \"user\", \"content\": text}",
     "min_share is the threshold": _DUE,
-    "the worked example renders exactly": ("GOAL: Refund order FH-1", "- issue_refund {}: refund_declined: card closed"),
     "tokens_before of 0 is not due and raises nothing": "An event with tokens_before of 0 never makes one due",
     # concept checks: the lesson's text that makes the right answer right
     "Q1: the scratchpad goes last for attention, after the cacheable prefix": (
