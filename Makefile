@@ -44,7 +44,7 @@ test-fast: setup ## the tests that take seconds (no nbgrader runs, no browser)
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
 lint: setup ## ruff over the library, tools and tests
-	$(BIN)/ruff check ctxlab autograder tests bench data
+	$(BIN)/ruff check ctxlab autograder tests bench data hub
 
 release: setup ## regenerate course/ from solutions/ (never edit course/ by hand)
 	$(BIN)/python -m autograder release

@@ -1,9 +1,13 @@
 """JupyterHub for a class of Context Window Lab on one machine, with nbgrader's exchange.
 
-Run as root on the course's machine, from this repository's environment:
+Run as root on the course's machine, installed away from any checkout by ``hub/install.py``:
 
     CTXLAB_INSTRUCTORS=teacher CTXLAB_LEARNERS=ana,bo \\
-        .venv/bin/jupyterhub -f hub/jupyterhub_config.py
+        /opt/ctxlab-hub/env/bin/jupyterhub -f /opt/ctxlab-hub/hub/jupyterhub_config.py
+
+At each start it checks, as a learner, that no learner can read a hidden test or a solution of
+this course in any folder it or the servers use, and refuses to start otherwise
+(``learner_view.py``).
 
 Everyone logs in with their Unix account (PAM) and gets their own JupyterLab server, started
 as that user from the same Python environment as the hub, so learners have ``ctxlab`` and the
@@ -63,6 +67,15 @@ COURSE_FOLDER = os.environ.get("CTXLAB_COURSE_FOLDER", "course")
 
 def _users(variable: str) -> set[str]:
     return {name.strip() for name in os.environ.get(variable, "").split(",") if name.strip()}
+
+
+def _known(name: str) -> bool:
+    """Whether ``name`` is a Unix user of this machine."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 INSTRUCTORS = _users("CTXLAB_INSTRUCTORS")
@@ -160,6 +173,20 @@ if NGSHARE_PYTHON:
                     "--storage", str(store / "files"), "--database", f"sqlite:///{store / 'ngshare.db'}"],
     }]
     NGSHARE_URL = f"http://127.0.0.1:{port}/services/ngshare"
+
+# No learner may read a hidden test or a solution of this course on this machine: the hub looks
+# as a learner would, over every folder it and the servers use, and refuses to start otherwise
+# (hub/learner_view.py; hub/README.md says how to install so that it starts).
+if str(HUB) not in sys.path:
+    sys.path.insert(0, str(HUB))
+from learner_view import folders_in_use, refuse_if_learners_can_read_secrets  # noqa: E402
+
+if SHARED_ROOT:
+    COURSE_ROOTS = [Path(SHARED_ROOT)]
+else:
+    COURSE_ROOTS = [Path(pwd.getpwnam(name).pw_dir) / COURSE_FOLDER for name in sorted(INSTRUCTORS) if _known(name)]
+INSTRUCTOR_HOMES = [Path(pwd.getpwnam(name).pw_dir) for name in sorted(INSTRUCTORS) if _known(name)]
+refuse_if_learners_can_read_secrets(LEARNERS, folders_in_use(HUB, EXCHANGE, COURSE_ROOTS, INSTRUCTOR_HOMES, DATA))
 
 c.JupyterHub.spawner_class = "localprocess"
 SINGLEUSER = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]

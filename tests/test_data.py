@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -188,3 +189,25 @@ def test_summarising_never_fails_where_plain_trimming_fits(name):
         for context in (plain, summarised):
             assert context.tokens <= budget.input_limit and ctxlab.pairs_ok(context.messages)
             assert context.messages[-1] == ctxlab.course.strip_course_keys([record[-1]])[0]
+
+
+def test_installed_from_a_wheel_the_transcripts_are_found_in_the_package(tmp_path):
+    """Outside a checkout (a wheel, as the hub installs), the transcripts are the files of the
+    namespace package ``ctxlab.data``: a real folder, not the text of a ``MultiplexedPath``.
+    The package is laid out as pyproject.toml has the wheel lay it out (``data/`` as
+    ``ctxlab/data/``), and imported in a Python that does not see the editable install."""
+    import shutil
+
+    shutil.copytree(REPO / "ctxlab", tmp_path / "ctxlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "data", tmp_path / "ctxlab" / "data", ignore=shutil.ignore_patterns("generate", "__pycache__"))
+    code = ("import sys\n"
+            "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+            f"sys.path.insert(0, {str(tmp_path)!r})\n"
+            "import ctxlab, ctxlab.course\n"
+            "assert ctxlab.__file__.startswith(sys.path[0]), ctxlab.__file__\n"
+            "print(ctxlab.course.transcripts.data_dir(), len(ctxlab.course.load_transcript('research')))\n")
+    env = {k: v for k, v in os.environ.items() if k != "CTXLAB_DATA"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    folder, laps = result.stdout.split()
+    assert folder == str(tmp_path / "ctxlab" / "data") and int(laps) > 0, result.stdout

@@ -22,11 +22,13 @@ exchange, and that the exchange's folders have the permissions nbgrader gives th
 instructors' group; each submission a ``0o777`` folder whose name ends in a random part,
 holding ``0o644`` files).
 
-The servers, nbgrader and the grader run from this checkout's environment. When its Python
-lives where other users cannot reach it (a ``pyenv`` build under ``/root``, as here), the test
-first lays out a world-readable copy of it made of hard links (instant, and nothing is
-changed in place); a real hub installs the environment where every user can read it
-(``hub/README.md``).
+The hub and the servers run as ``hub/install.py`` installs them, away from this checkout:
+``ctxlab`` from a wheel, the hub's files copied out. In CI that script installs them
+(``CTXLAB_HUB_PREFIX``); elsewhere the test lays out a copy of this checkout's environment made
+of hard links, on the system's Python so that every user can run it (instant, and nothing is
+changed in place), and installs the wheel and the files into it. The grader runs as root from
+this checkout, as an instructor's from theirs. As a learner, the test then searches every
+folder the hub uses for this course's hidden tests and solutions.
 
 When the hub cannot start here (not root, no ``jupyterhub`` or ``configurable-http-proxy``),
 the learners' steps run as nbgrader's own commands under their Unix users, which is what the
@@ -63,13 +65,15 @@ from hostile import require_sandbox
 from support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser
 from support.pipeline import REPO, fill, solution_sources
 
+sys.path.insert(0, str(REPO / "hub"))
+from install import build_wheel, copy_hub_files, install_wheel, open_to_all  # noqa: E402
+
 pytestmark = [pytest.mark.slow]
 
 LESSON, NOTEBOOK = "01-budget", "budget.ipynb"
 COURSE_ID = "ctxlab-hub-check"
 TEACHER, TEACHER2, ANA, BO = "ctxlab-teacher", "ctxlab-teacher2", "ctxlab-ana", "ctxlab-bo"
 STAFF = "ctxlab-staff"  # the instructors' Unix group: they share one course root
-HUB_DIR = REPO / "hub"
 ARTIFACTS = REPO / "tests" / "artifacts"
 HOSTILE_NOTE = 'Done! <img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script>'
 
@@ -86,23 +90,36 @@ def reachable_by_others(python: Path) -> bool:
     return result.returncode == 0
 
 
-def shared_environment(base: Path) -> Path:
-    """This checkout's Python environment where every user can run it: its ``bin`` folder.
+def shared_environment(base: Path) -> tuple[Path, Path]:
+    """The hub as ``hub/install.py`` installs it: its environment's ``bin`` folder and its
+    configuration folder. With ``CTXLAB_HUB_PREFIX``, the hub that script installed there, with
+    this checkout's ``ctxlab`` wheel and hub files put in again; otherwise, under ``base/opt``:
 
-    When other users cannot reach this environment's interpreter, the environment is laid out
-    again under ``base`` from hard links to its files (instant; nothing is changed in place)
-    on the system's Python of the same version, and only what names a location (``pyvenv.cfg``,
-    the ``python`` links, the scripts' first lines) is written anew.
+    The environment is this checkout's, laid out again from hard links to its files (instant;
+    nothing is changed in place) on the system's Python of the same version, so that every
+    user can run it; only what names a location (``pyvenv.cfg``, the ``python`` links, the
+    scripts' first lines) is written anew. Then, as ``hub/install.py`` does, ``ctxlab`` is
+    installed into it from a wheel built from this checkout, in place of the editable install
+    that points into the checkout, and the hub's files are copied beside it.
     """
+    prefix = os.environ.get("CTXLAB_HUB_PREFIX")
+    if prefix:  # installed by hub/install.py itself (.ci/run does it): bring it up to this checkout
+        bin_dir = Path(prefix) / "env" / "bin"
+        if not (bin_dir / "jupyterhub").exists():
+            pytest.fail(f"CTXLAB_HUB_PREFIX={prefix} holds no hub: run `python3 hub/install.py {prefix}` first")
+        install_wheel(bin_dir / "python", build_wheel(base / "wheel", python=bin_dir / "python"))
+        hub_dir = copy_hub_files(Path(prefix) / "hub")
+        open_to_all(hub_dir)
+        if not reachable_by_others(bin_dir / "python"):
+            pytest.fail(f"the hub installed in {prefix} does not run for other users")
+        return bin_dir, hub_dir
     venv = Path(sys.prefix)
-    if reachable_by_others(venv / "bin" / "python"):
-        return venv / "bin"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     system = Path(f"/usr/bin/python{version}")
     if not system.exists():
-        pytest.skip(f"other users cannot run {venv}'s Python and there is no {system} to lay it out on: "
-                    "install the environment where every user can read it")
-    env = base / "env"
+        pytest.skip(f"there is no {system} to lay the environment out on, where every user can run it")
+    (base / "opt").mkdir(mode=0o755)
+    env = base / "opt" / "env"
     shutil.copytree(venv, env, symlinks=True, copy_function=os.link, ignore=shutil.ignore_patterns("bin", "pyvenv.cfg"))
     (env / "bin").mkdir()
     for link in ("python", "python3", f"python{version}"):
@@ -117,7 +134,10 @@ def shared_environment(base: Path) -> Path:
             (env / "bin" / script.name).chmod(script.stat().st_mode & 0o777)
     if not reachable_by_others(env / "bin" / "python"):
         pytest.fail(f"the environment laid out in {env} does not run for other users")
-    return env / "bin"
+    install_wheel(env / "bin" / "python", build_wheel(base / "wheel"))
+    hub_dir = copy_hub_files(base / "opt" / "hub")
+    open_to_all(hub_dir)
+    return env / "bin", hub_dir
 
 
 def why_no_hub() -> str | None:
@@ -132,8 +152,8 @@ def why_no_hub() -> str | None:
 class Machine:
     """Local Unix users, their homes, the exchange and the environment every server gets."""
 
-    def __init__(self, base: Path, bin_dir: Path):
-        self.base, self.bin = base, bin_dir
+    def __init__(self, base: Path, installed: tuple[Path, Path]):
+        self.base, (self.bin, self.hub_dir) = base, installed
         self.exchange = base / "exchange"
         self.root = base / "course"  # the instructors' shared course root
         self.created: list[str] = []
@@ -142,7 +162,7 @@ class Machine:
             "CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(self.exchange),
             "CTXLAB_INSTRUCTORS": f"{TEACHER},{TEACHER2}", "CTXLAB_LEARNERS": f"{ANA},{BO}",
             "CTXLAB_SHARED_ROOT": str(self.root), "CTXLAB_INSTRUCTOR_GROUP": STAFF,
-            "PATH": f"{bin_dir}:/usr/bin:/bin", "MPLBACKEND": "Agg", "LANG": "C.UTF-8",
+            "PATH": f"{self.bin}:/usr/bin:/bin", "MPLBACKEND": "Agg", "LANG": "C.UTF-8",
         }
 
     def add_group(self) -> None:
@@ -175,7 +195,8 @@ class Machine:
     def run_as(self, user: str, *command: str, cwd: Path | None = None, config: str = "exchange",
                check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
         """``command`` as ``user``, with the environment the hub gives that user's server."""
-        folders = [HUB_DIR / "exchange"] if config == "exchange" else [HUB_DIR / "learner", HUB_DIR / "exchange"]
+        hub = self.hub_dir
+        folders = [hub / "exchange"] if config == "exchange" else [hub / "learner", hub / "exchange"]
         env = {**self.env, "HOME": str(self.home(user)), "USER": user,
                "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, folders))}
         umask = []
@@ -211,7 +232,7 @@ class Hub:
         config = machine.base / "check_config.py"
         config.write_text(
             "c = get_config()  # noqa: F821\n"
-            f"load_subconfig({str(HUB_DIR / 'jupyterhub_config.py')!r})  # noqa: F821\n"
+            f"load_subconfig({str(machine.hub_dir / 'jupyterhub_config.py')!r})  # noqa: F821\n"
             f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{free_port()}'\n"
             f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'\n"
             f"c.JupyterHub.services.append({{'name': 'course-check', 'api_token': {self.token!r}}})\n"
@@ -721,3 +742,56 @@ def test_a_learner_cannot_swap_the_course_folder_for_their_own(course, machine):
     assert seen["remove inbound"] in ("PermissionError", "OSError"), seen
     assert course_dir.stat().st_uid == 0 and course_dir.stat().st_gid == grp.getgrnam(STAFF).gr_gid
     assert {p.name for p in machine.exchange.iterdir()} == {COURSE_ID}
+
+
+MARKERS = ("### BEGIN HIDDEN TESTS", "### BEGIN SOLUTION")
+
+
+def test_a_learner_finds_no_hidden_test_on_the_hub(course, machine):
+    """As a learner, search everything the hub and the servers use for this course's hidden tests
+    and solutions: the hub's files and environment (its prefix, its import path and where
+    ``ctxlab`` is imported from, as the learner's own Python reports them), the exchange, the
+    course root, the instructors' homes and the hub's data. ``grep`` does the search, not the
+    hub's own check, and passes over what the learner may not read."""
+    where = probe_as(machine, ANA, "import sys, ctxlab\nout['path'] = [p for p in sys.path if p]\n"
+                                   "out['ctxlab'] = os.path.dirname(os.path.dirname(ctxlab.__file__))\n"
+                                   "out['prefix'] = sys.prefix")
+    assert Path(where["ctxlab"]).resolve().is_relative_to(machine.hub_dir.parent), (
+        f"the learners' servers import ctxlab from {where['ctxlab']}, not from the hub's environment: an editable "
+        "install points into a checkout, solutions and all")
+    roots = [machine.base, machine.hub_dir.parent, *where["path"], where["ctxlab"], where["prefix"]]
+    if course["hub"] is not None:
+        roots.append(machine.base / "hub-data")
+    grep = machine.run_as(ANA, "grep", "-rlsF", *(arg for m in MARKERS for arg in ("-e", m)),
+                          *map(str, dict.fromkeys(map(str, roots))), check=False, timeout=600)
+    assert grep.returncode in (0, 1, 2), grep.stderr[-2000:]  # 2: some files were not readable, as expected
+    marked = [line for line in grep.stdout.splitlines() if line]
+    ours = machine.run_as(ANA, "grep", "-lsF", "ctxlab", *marked, check=False).stdout.split() if marked else []
+    assert not ours, f"a learner can read this course's hidden tests or solutions in {ours}"
+    # The search reaches the course root and the instructors' files only where it may: the
+    # solutions are there, out of the learner's reach.
+    assert (course["root"] / "solutions").is_dir()
+
+
+def test_the_hub_refuses_to_start_when_a_learner_could_read_a_hidden_test(course, machine):
+    """The hub's start-up check, on the folders the hub uses: a solution notebook left readable in
+    the exchange stops it, with what to do; closed to others, it does not."""
+    leak = machine.exchange / "left-here.ipynb"
+    shutil.copy(REPO / "solutions" / LESSON / NOTEBOOK, leak)
+    leak.chmod(0o644)
+    config = machine.base / "only_the_check.py"
+    config.write_text(f"c = get_config()  # noqa: F821\nload_subconfig({str(machine.hub_dir / 'jupyterhub_config.py')!r})"
+                      "  # noqa: F821\n", encoding="utf-8")
+    run = [str(machine.bin / "python"), "-c",
+           "import sys\nfrom traitlets.config import Config, PyFileConfigLoader\n"
+           "PyFileConfigLoader(sys.argv[1]).load_config()\nprint('started')", str(config)]
+    env = {**machine.env, "CTXLAB_HUB_DATA": str(machine.base / "check-data"), "HOME": str(machine.base)}
+    try:
+        refused = subprocess.run(run, env=env, cwd=machine.base, capture_output=True, text=True, timeout=300, check=False)
+        assert refused.returncode != 0 and "started" not in refused.stdout, refused.stdout[-2000:]
+        assert str(leak) in refused.stderr and "hub/install.py" in refused.stderr, refused.stderr[-3000:]
+        leak.chmod(0o600)
+        started = subprocess.run(run, env=env, cwd=machine.base, capture_output=True, text=True, timeout=300, check=False)
+        assert started.returncode == 0 and "started" in started.stdout, started.stderr[-3000:]
+    finally:
+        leak.unlink()

@@ -6,6 +6,9 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import shutil
+import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -13,11 +16,23 @@ import pytest
 from traitlets.config import Config
 
 CONFIG = Path(__file__).resolve().parents[1] / "hub" / "jupyterhub_config.py"
+sys.path.insert(0, str(CONFIG.parent))
+import learner_view  # noqa: E402  (hub/learner_view.py, as the configuration imports it)
+
 ME = pwd.getpwuid(os.getuid())
+SOLUTION = Path(__file__).resolve().parents[1] / "solutions" / "01-budget" / "budget.ipynb"
 
 
 def load(tmp_path: Path, monkeypatch, **variables: str) -> dict:
-    """Run the hub's configuration file with ``CTXLAB_*`` ``variables``; its globals."""
+    """Run the hub's configuration file with ``CTXLAB_*`` ``variables``; its globals.
+
+    The start-up check of what learners can read is recorded, not run: run from this checkout,
+    whose editable install points at ``solutions/``, it would refuse every time. Its folders
+    are in the globals as ``looked_at``; the check itself is tested below and in test_hub.py.
+    """
+    looked: dict = {}
+    monkeypatch.setattr(learner_view, "refuse_if_learners_can_read_secrets",
+                        lambda learners, roots: looked.update(learners=set(learners), roots=list(roots)))
     monkeypatch.setenv("CTXLAB_EXCHANGE", str(tmp_path / "exchange"))
     monkeypatch.setenv("CTXLAB_HUB_DATA", str(tmp_path / "hub-data"))
     for name, value in variables.items():
@@ -25,6 +40,7 @@ def load(tmp_path: Path, monkeypatch, **variables: str) -> dict:
     config = Config()
     namespace = {"get_config": lambda: config, "__file__": str(CONFIG), "__name__": "jupyterhub_config"}
     exec(compile(CONFIG.read_text(encoding="utf-8"), str(CONFIG), "exec"), namespace)  # noqa: S102
+    namespace["looked_at"] = looked
     return namespace
 
 
@@ -140,3 +156,61 @@ def test_the_exchange_config_uses_ngshare_when_the_hub_runs_it(monkeypatch):
             assert config.ExchangeFactory.exchange._ngshare_url == url
         else:
             assert "ExchangeFactory" not in config
+
+
+def test_the_hub_looks_as_a_learner_at_every_folder_it_uses(tmp_path, monkeypatch):
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody")
+    looked = namespace["looked_at"]
+    assert looked["learners"] == {"nobody"}
+    roots = set(looked["roots"])
+    import ctxlab
+    for folder in (CONFIG.parent, CONFIG.parent.parent, Path(sys.prefix), tmp_path / "exchange",
+                   tmp_path / "hub-data", Path(ME.pw_dir), Path(ctxlab.__file__).resolve().parents[1]):
+        assert str(folder) in roots, f"the start-up check does not look in {folder}: {sorted(roots)}"
+
+
+def test_a_solution_a_learner_can_read_stops_the_hub_with_what_to_do(request):
+    """The check, run as ``nobody`` when root (as the hub runs), else as the caller: a solution
+    notebook readable by others is named; closed to others, it is not (root only). The folder is
+    made in /tmp itself: pytest's own temporary folders are closed to others."""
+    shared = Path(tempfile.mkdtemp(prefix="ctxlab-learner-view-", dir="/tmp"))
+    shared.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    leak = shared / "budget.ipynb"
+    shutil.copy(SOLUTION, leak)
+    leak.chmod(0o644)
+    (shared / "learner.ipynb").write_text('{"cells": [], "note": "import ctxlab"}', encoding="utf-8")
+    (shared / "guide.rst").write_text("    ### BEGIN SOLUTION\n(nbgrader's own guide)\n", encoding="utf-8")
+    found = learner_view.readable_secrets(["nobody"], [str(shared)])
+    assert [paths for paths in found.values()] == [[str(leak)]], found
+    with pytest.raises(SystemExit, match=r"(?s)hidden tests or solutions.*budget\.ipynb.*hub/install\.py.*chmod -R o-rwx"):
+        learner_view.refuse_if_learners_can_read_secrets(["nobody"], [str(shared)])
+    if os.geteuid() == 0:
+        leak.chmod(0o600)
+        assert learner_view.readable_secrets(["nobody"], [str(shared)]) == {}
+        learner_view.refuse_if_learners_can_read_secrets(["nobody"], [str(shared)])  # starts
+
+
+def test_the_checkouts_own_solutions_are_found_by_the_check(tmp_path):
+    """From a checkout, what the editable install points at holds the solutions: the folders the
+    check looks at include them, which is why the hub is installed from a wheel."""
+    roots = learner_view.folders_in_use(CONFIG.parent, tmp_path, [], [], tmp_path)
+    assert str(SOLUTION) in learner_view.scan(roots)
+
+
+def test_install_puts_no_checkout_file_where_the_hub_reads(tmp_path):
+    """hub/install.py: the environment's list has no editable line and pins the hub's packages as
+    the checkout does; the hub's files copied out hold no marker the start-up check would find
+    (its own module included); a prefix inside the checkout is refused."""
+    import install
+
+    wanted = install.requirements()
+    assert not any(line.startswith("-e") for line in wanted)
+    assert "nbgrader==0.9.6" in wanted and any(line.startswith("jupyterhub==") for line in wanted)
+    makefile = (CONFIG.parents[1] / "Makefile").read_text(encoding="utf-8")
+    assert f"--no-deps {install.NGSHARE_EXCHANGE}" in makefile, "the Makefile and hub/install.py pin other ngshare-exchanges"
+    copied = install.copy_hub_files(tmp_path / "hub")
+    assert sorted(p.name for p in copied.iterdir()) == sorted(install.HUB_FILES)
+    assert learner_view.scan([str(copied)]) == []
+    with pytest.raises(SystemExit):
+        install.main([str(CONFIG.parents[1] / "hub-here")])

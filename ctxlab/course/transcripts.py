@@ -16,10 +16,10 @@ True
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,12 @@ def data_dir() -> Path:
     checkout = Path(__file__).resolve().parents[2] / "data"
     if (checkout / "transcripts.json").exists():
         return checkout
-    return Path(str(resources.files("ctxlab.data")))
+    # ctxlab.data has no __init__.py: a namespace package, whose resources.files() is a
+    # MultiplexedPath (its str() is not a path). Its folders are the spec's search locations.
+    spec = importlib.util.find_spec("ctxlab.data")
+    folders = [Path(folder) for folder in (spec.submodule_search_locations or [])] if spec else []
+    return next((folder for folder in folders if (folder / "transcripts.json").exists()),
+                folders[0] if folders else checkout)
 
 
 @functools.lru_cache(maxsize=4)
