@@ -19,7 +19,8 @@ instructors' course or feedback that is not theirs, that only the learner versio
 exchange, and that the exchange's folders have the permissions nbgrader gives them
 (``nbgrader/exchange/default``, groupshared: the course folder and ``outbound`` ``0o775``,
 ``inbound`` ``0o773`` (learners write, cannot list), ``feedback`` ``0o771``, all of the
-instructors' group; each submission a ``0o777`` folder whose name ends in a random part,
+instructors' group; each submission a ``0o755`` folder, its learner's alone (nbgrader makes it
+``0o777``), whose name ends in a random part,
 holding ``0o644`` files).
 
 The hub and the servers run as ``hub/install.py`` installs them, away from this checkout:
@@ -58,10 +59,12 @@ import urllib.parse
 import urllib.request
 import uuid
 import warnings
+from datetime import timezone
 from pathlib import Path
 
 import pytest
 from hostile import require_sandbox
+from nbgrader.utils import parse_utc
 from support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser
 from support.pipeline import REPO, fill, solution_sources
 
@@ -657,7 +660,7 @@ def test_the_exchange_has_the_permissions_nbgrader_gives_it(course, machine):
     for submission in submissions:
         owner = pwd.getpwuid(submission.stat().st_uid).pw_name
         assert owner == submission.name.split("+")[0]  # each learner's submission is theirs
-        assert mode(submission) == 0o777  # so the instructor can remove it; hidden by its name
+        assert mode(submission) == 0o755  # its learner's alone (nbgrader: 0o777); hidden by its name
         assert all(mode(f) == 0o644 for f in submission.rglob("*") if f.is_file())
         assert all(mode(d) == 0o755 for d in submission.rglob("*") if d.is_dir())
         assert len(submission.name.split("+")) == 4  # student+lesson+time+random: names cannot be guessed
@@ -795,3 +798,61 @@ def test_the_hub_refuses_to_start_when_a_learner_could_read_a_hidden_test(course
         assert started.returncode == 0 and "started" in started.stdout, started.stderr[-3000:]
     finally:
         leak.unlink()
+
+
+def test_a_forged_or_backdated_submission_is_refused(course, machine):
+    """bo, a learner, plays the attacks nbgrader's own collect lets through, in the folder
+    exchange's inbound: a submission in ana's name dated 2099 (so it would count as her latest),
+    one of his own whose notebook is a link to the instructors' solution (which he cannot read,
+    and the collect could), and one of his own dated 2000, its files' times set back. He also
+    tries to change ana's real submission. Then an instructor collects again."""
+    inbound = machine.exchange / COURSE_ID / "inbound"
+    (ana_real,) = [p for p in inbound.iterdir() if p.name.startswith(ANA + "+")]
+    released = json.loads((REPO / "course" / LESSON / NOTEBOOK).read_text(encoding="utf-8"))
+    answers = solution_sources(json.loads((REPO / "solutions" / LESSON / NOTEBOOK).read_text(encoding="utf-8")))
+    solved = json.dumps(fill(released, answers))
+    forged = f"{ANA}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged"
+    linked = f"{BO}+{LESSON}+2000-01-01 00:00:00.000000 UTC+linked"
+    backdated = f"{BO}+{LESSON}+2000-01-01 00:00:00.000000 UTC+backdated"
+    started = time.time()
+    code = (f"inbound, solved = {str(inbound)!r}, {solved!r}\n"
+            f"forged, linked, backdated = {forged!r}, {linked!r}, {backdated!r}\n"
+            f"solution, ana_real = {str(course['root'] / 'solutions' / LESSON / NOTEBOOK)!r}, {str(ana_real)!r}\n"
+            "for name in (forged, linked, backdated):\n"
+            "    folder = os.path.join(inbound, name)\n"
+            "    os.mkdir(folder)\n"
+            "    open(os.path.join(folder, 'timestamp.txt'), 'w').write(name.split('+')[2])\n"
+            "    open(os.path.join(folder, 'submission_secret.txt'), 'w').write('chosen-by-bo')\n"
+            f"    target = os.path.join(folder, {NOTEBOOK!r})\n"
+            "    os.symlink(solution, target) if name == linked else open(target, 'w').write(solved)\n"
+            "    for path in (target, os.path.join(folder, 'timestamp.txt'), folder):\n"
+            "        os.utime(path, (946684800, 946684800), follow_symlinks=False)\n"
+            "try:\n"
+            "    open(os.path.join(ana_real, 'extra.ipynb'), 'w').write(solved)\n"
+            "    out['write into ana'] = 'written'\n"
+            "except PermissionError:\n"
+            "    out['write into ana'] = 'denied'\n")
+    try:
+        seen = probe_as(machine, BO, code)
+        assert seen["write into ana"] == "denied", "a learner changed another learner's submission folder"
+        ana_before = (course["root"] / "submitted" / ANA / LESSON / NOTEBOOK).read_bytes()
+        log = machine.run_as(TEACHER2, str(machine.bin / "nbgrader"), "collect", LESSON, "--update",
+                             cwd=course["root"], check=False)
+        assert log.returncode == 0, log.stdout[-3000:] + log.stderr[-3000:]
+        submitted = course["root"] / "submitted"
+        assert (submitted / ANA / LESSON / NOTEBOOK).read_bytes() == ana_before == (ana_real / NOTEBOOK).read_bytes(), (
+            "ana's collected submission is no longer her own: the one bo made in her name was taken")
+        refused = [json.loads(line) for line in (course["root"] / "refused-submissions.jsonl").read_text().splitlines()]
+        problems = {Path(entry["folder"]).name: entry["problem"] for entry in refused}
+        assert "belongs to ctxlab-bo" in problems.get(forged, ""), problems
+        assert "symbolic link" in problems.get(linked, ""), problems
+        assert backdated not in problems, problems
+        assert "refused the submission" in log.stderr and "another's name" in log.stderr, log.stderr[-3000:]
+        bo_time = parse_utc((submitted / BO / LESSON / "timestamp.txt").read_text())
+        assert bo_time.replace(tzinfo=timezone.utc).timestamp() >= started - 5, (
+            f"bo's submission dated itself {bo_time}: the time must be the file system's, not the one he wrote")
+        assert not (submitted / BO / LESSON / NOTEBOOK).is_symlink()
+        assert (submitted / BO / LESSON / NOTEBOOK).read_text() == solved  # the backdated one, dated now
+    finally:
+        for name in (forged, linked, backdated):
+            shutil.rmtree(inbound / name, ignore_errors=True)

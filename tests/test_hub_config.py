@@ -154,8 +154,8 @@ def test_the_exchange_config_uses_ngshare_when_the_hub_runs_it(monkeypatch):
         if url:
             assert config.ExchangeFactory.submit is ngshare_exchange.ExchangeSubmit
             assert config.ExchangeFactory.exchange._ngshare_url == url
-        else:
-            assert "ExchangeFactory" not in config
+        else:  # the folder, with the course's own collect and submit
+            assert dict(config.ExchangeFactory) == {"collect": "ctxlab_exchange.Collect", "submit": "ctxlab_exchange.Submit"}
 
 
 def test_the_hub_looks_as_a_learner_at_every_folder_it_uses(tmp_path, monkeypatch):
@@ -214,3 +214,26 @@ def test_install_puts_no_checkout_file_where_the_hub_reads(tmp_path):
     assert learner_view.scan([str(copied)]) == []
     with pytest.raises(SystemExit):
         install.main([str(CONFIG.parents[1] / "hub-here")])
+
+
+def test_the_folder_exchange_collects_only_what_a_learner_made_for_themselves(tmp_path):
+    """hub/exchange/ctxlab_exchange.py's checks: a folder of another owner, one holding a link, one
+    over the size limit are refused, each saying why; a learner's own plain folder is not."""
+    sys.path.insert(0, str(CONFIG.parent / "exchange"))
+    try:
+        from ctxlab_exchange import problem_with
+    finally:
+        sys.path.remove(str(CONFIG.parent / "exchange"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "budget.ipynb").write_text("{}", encoding="utf-8")
+    assert problem_with(str(mine), ME.pw_name, 1000) is None
+    assert "over the limit of 1" in problem_with(str(mine), ME.pw_name, 1)
+    (mine / "answer.ipynb").symlink_to(SOLUTION)
+    assert "symbolic link" in problem_with(str(mine), ME.pw_name, 10**9) and "answer.ipynb" in problem_with(
+        str(mine), ME.pw_name, 10**9)
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, pwd.getpwnam("nobody").pw_uid, -1)
+        assert "belongs to nobody: a submission in another's name" in problem_with(str(theirs), ME.pw_name, 1000)

@@ -20,16 +20,20 @@ bubblewrap), and ngshare's environment, ``.venv-ngshare`` (``.ci/run`` makes it)
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
+import time
+from datetime import timezone
 from pathlib import Path
 
 import pytest
 from hostile import require_sandbox
+from nbgrader.utils import parse_utc
 from support.pipeline import REPO, fill, solution_sources
 from test_hub import (
     ANA,
@@ -194,3 +198,23 @@ def test_ngshare_refuses_a_learner_what_only_an_instructor_may_do(course):
     assert not unclear, f"ngshare's answers are not refusals: {unclear}"
     status, text = hub.call("GET", url.format("assignments"), token=token)
     assert status == 200 and LESSON in text, (status, text[:500])  # what she may do, she can
+
+
+def test_a_forged_or_backdated_submission_is_refused(course):
+    """The folder exchange's attacks, on ngshare: ana, with her own token, submits naming bo as the
+    learner and 2000 as the time. ngshare takes the learner from her token and the time from its
+    own clock: the submission is hers, dated now, and bo's list does not change."""
+    hub, token = course["hub"], course["tokens"][ANA]
+    started = time.time()
+    files = json.dumps([{"path": "budget.ipynb", "content": base64.encodebytes(b'{"cells": []}').decode()}])
+    forged = {"files": files, "student_id": BO, "user": BO, "timestamp": "2000-01-01 00:00:00.000000 UTC"}
+    status, text = hub.call("POST", f"/services/ngshare/submission/{COURSE_ID}/{LESSON}", token=token, form=forged)
+    assert status == 200 and '"success": true' in text, (status, text[:300])
+    stamp = json.loads(text)["timestamp"]
+    assert parse_utc(stamp).replace(tzinfo=timezone.utc).timestamp() >= started - 5, (
+        f"ngshare dated the submission {stamp}, the time ana sent, not its own")
+    teacher = course["tokens"][TEACHER]
+    listed = {name: hub.call("GET", f"/services/ngshare/submissions/{COURSE_ID}/{LESSON}/{name}", token=teacher)
+              for name in (ANA, BO)}
+    assert all(status == 200 for status, _ in listed.values()), listed
+    assert stamp in listed[ANA][1] and stamp not in listed[BO][1], listed

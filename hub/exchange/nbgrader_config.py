@@ -12,13 +12,16 @@ and shows what ``python -m autograder grade submitted --out grading-output`` wro
 course root: the merged gradebook and the executed notebooks, for review and manual grading.
 
 With ``CTXLAB_NGSHARE_URL`` (set by the hub when it runs ngshare) the exchange is that service,
-through ngshare-exchange's classes, instead of the folder.
+through ngshare-exchange's classes, instead of the folder. The folder's collect and submit are
+``ctxlab_exchange.py``'s, beside this file: a submission counts only for the learner who made
+it, at the time the file system gives it, without links, up to 20 MB.
 
 nbgrader commands run inside the course root read ``<root>/nbgrader_config.py`` last, so there
 ``make release`` still keeps the lessons' definitions in ``<root>/gradebook.db``.
 """
 
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
@@ -30,6 +33,16 @@ if os.environ.get("CTXLAB_NGSHARE_URL"):  # the hub runs the exchange service (h
     from ngshare_exchange import configureExchange
 
     configureExchange(c, os.environ["CTXLAB_NGSHARE_URL"])
+else:  # the folder: collect only what its learner made and when, submit a folder only they may change
+    here = str(Path(__file__).resolve().parent)  # traitlets gives a configuration file its path
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    c.ExchangeFactory.collect = "ctxlab_exchange.Collect"
+    c.ExchangeFactory.submit = "ctxlab_exchange.Submit"
+
+# A submission is a notebook or two: 20 MB is generous, and the collect refuses a larger one
+# rather than filling the course root (ctxlab_exchange.py); nbgrader's default is 100 MB.
+c.CourseDirectory.max_dir_size = 20_000  # kilobytes
 
 if os.environ.get("CTXLAB_GROUPSHARED") == "1":  # instructors sharing one course root
     c.CourseDirectory.groupshared = True
