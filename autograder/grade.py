@@ -54,11 +54,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .cpus import usable_cpus
 from .defang import defang
 from .feedback import write_feedback
 from .gradebooks import GradebookError, check_gradebook, merge_gradebooks
 from .intake import IntakeError, Submission, collect
 from .limits import kill_naming, remove_tree
+from .locking import OutputBusy, output_lock
 from .notebook import read_notebook
 from .pool import WorkerPool
 from .progress import Progress, duration
@@ -196,7 +198,7 @@ class _Grader:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(PACKAGE_PARENT), env.get("PYTHONPATH", "")] if p)
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-        self.pool = WorkerPool(options.jobs or os.cpu_count() or 1, self.out / "work", env)
+        self.pool = WorkerPool(options.jobs or usable_cpus(), self.out / "work", env)
 
     def kept(self, submission: Submission) -> dict | None:
         """The result of an earlier run for this exact submission, if it is still valid."""
@@ -369,6 +371,12 @@ def grade_class(options: GradeOptions, *, log=print) -> int:
     _check_socket_room()
     options.out = out
     out.mkdir(parents=True, exist_ok=True)
+    with output_lock(out):  # one grading writes into an output at a time
+        return _grade_into(options, submissions, out, course, log)
+
+
+def _grade_into(options: GradeOptions, submissions: Path, out: Path, course: Path, log) -> int:
+    """:func:`grade_class` once its checks pass, with the output's lock held."""
     sandbox = Sandbox(isolated=options.sandbox, readonly=default_readonly_paths(), judging_dir=str(JUDGING_DIR),
                       limits=options.limits)
     precompile()
@@ -491,7 +499,9 @@ def register(commands) -> None:
     parser.add_argument("--course", type=Path, default=Path("."), help="the course root (default: here)")
     parser.add_argument("--lessons", action="append", metavar="LESSON[,LESSON]",
                         help="grade only these lessons (default: every lesson in solutions/)")
-    parser.add_argument("--jobs", "-j", type=int, default=0, help="students graded at once (default: CPUs)")
+    parser.add_argument("--jobs", "-j", type=int, default=0,
+                        help="students graded at once (default: the CPUs this process may use, its affinity "
+                             "and cgroup quota counted)")
     parser.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default: 60)")
     parser.add_argument("--memory", type=int, default=2048, help="MB of memory per kernel (default: 2048)")
     parser.add_argument("--max-output", type=int, default=1_000_000,
@@ -528,7 +538,7 @@ def _run(args) -> int:
         return grade_class(options)
     except SandboxUnavailable as err:
         print(f"error: refusing to grade without isolation: {err}", file=sys.stderr)
-    except (GradingRefused, IntakeError, TemplateError) as err:
+    except (GradingRefused, IntakeError, TemplateError, OutputBusy) as err:
         print(f"error: {err}", file=sys.stderr)
     except KeyboardInterrupt:
         print("interrupted before grading started", file=sys.stderr)

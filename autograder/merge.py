@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .grade import RUN_FILE, _write_json, write_outputs
 from .gradebooks import GradebookError, rebase_gradebook
+from .locking import OutputBusy, output_lock
 from .sandbox import Limits
 from .template import load_template
 
@@ -120,11 +121,16 @@ def merge_outputs(folders: list[Path], dest: Path, *, log=print) -> int:
     _same(manifests, folders, "key", "grading options or lesson sources")
     _same(manifests, folders, "class", "the class they were cut from (the submissions)")
     _same(manifests, folders, "intake_notes", "what they noted about the submissions folder")
-    results: dict[str, dict] = {}
-    if dest.exists():
-        for name in ("students", "autograded", "template", "feedback"):
-            shutil.rmtree(dest / name, ignore_errors=True)
     dest.mkdir(parents=True, exist_ok=True)
+    with output_lock(dest):  # no grading or other merge writes into it meanwhile
+        return _merge_into(folders, manifests, n, dest, log)
+
+
+def _merge_into(folders: list[Path], manifests: list[dict], n: int, dest: Path, log) -> int:
+    """:func:`merge_outputs` once the shards agree, with ``dest``'s lock held."""
+    results: dict[str, dict] = {}
+    for name in ("students", "autograded", "template", "feedback"):
+        shutil.rmtree(dest / name, ignore_errors=True)
     shutil.copytree(folders[0] / "template", dest / "template")
     for folder, manifest in zip(folders, manifests, strict=True):
         for student, record in sorted(manifest["results"].items()):
@@ -164,6 +170,6 @@ def register(commands) -> None:
 def _run(args) -> int:
     try:
         return merge_outputs(args.shards, args.out)
-    except MergeError as err:
+    except (MergeError, OutputBusy) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -36,7 +36,10 @@ variable                     default                             what it is
 ``CTXLAB_SHARED_ROOT``       (none)                              one course root for all instructors
 ``CTXLAB_INSTRUCTOR_GROUP``  (none)                              the instructors' Unix group, owning it
 ``CTXLAB_LEARNERS``          (none)                              Unix users who learn, comma-separated
-``CTXLAB_HUB_URL``           ``http://:8000``                    where the hub listens
+``CTXLAB_HUB_URL``           ``http://127.0.0.1:8000``           where the hub listens (beyond loopback: TLS)
+``CTXLAB_SSL_CERT``          (none)                              the hub's TLS certificate (and ``_KEY``)
+``CTXLAB_PLAIN_HTTP``        (none)                              ``1``: plain HTTP beyond loopback, on purpose
+``CTXLAB_ADMINS``            (none)                              the hub's admins, comma-separated
 ``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
 ``CTXLAB_NGSHARE_PYTHON``    (none)                              ngshare's Python: the exchange service
 ``CTXLAB_NGSHARE_PORT``      ``10101``                           where the hub runs ngshare (loopback)
@@ -55,6 +58,7 @@ import os
 import pwd
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 c = get_config()  # noqa: F821  (JupyterHub provides get_config)
 
@@ -133,13 +137,46 @@ if SHARED_ROOT:
     os.chown(course_exchange, 0, GID)
     course_exchange.chmod(0o2775)
 
-c.JupyterHub.bind_url = os.environ.get("CTXLAB_HUB_URL", "http://:8000")
+# Where the hub listens: this machine only by default, behind a TLS-terminating proxy (nginx,
+# Caddy) on it. The hub takes Unix passwords, so plain HTTP on another interface would carry them
+# in clear: beyond loopback it needs its own certificate, or CTXLAB_PLAIN_HTTP=1 said on purpose.
+BIND_URL = os.environ.get("CTXLAB_HUB_URL", "http://127.0.0.1:8000")
+SSL_CERT, SSL_KEY = os.environ.get("CTXLAB_SSL_CERT"), os.environ.get("CTXLAB_SSL_KEY")
+
+
+def _check_bind(url: str, cert: str | None, key: str | None, plain: bool) -> None:
+    """``SystemExit`` saying what to set when the hub would take passwords in clear beyond loopback."""
+    if bool(cert) != bool(key):
+        raise SystemExit("set both CTXLAB_SSL_CERT and CTXLAB_SSL_KEY (the certificate and its key), or neither")
+    parsed = urlparse(url)
+    if cert and parsed.scheme != "https":
+        raise SystemExit(f"CTXLAB_HUB_URL={url}: with a certificate the hub serves https; write https://...")
+    if parsed.scheme == "https" and not cert:
+        raise SystemExit(f"CTXLAB_HUB_URL={url} asks for https: give the certificate and its key "
+                         "(CTXLAB_SSL_CERT, CTXLAB_SSL_KEY), or listen on http://127.0.0.1 behind a TLS proxy")
+    if parsed.hostname not in ("127.0.0.1", "localhost", "::1") and not cert and not plain:
+        raise SystemExit(
+            f"CTXLAB_HUB_URL={url} listens beyond this machine without TLS, and the hub takes Unix passwords: "
+            "keep the default (http://127.0.0.1:8000) behind a TLS proxy such as nginx or Caddy, or give the hub "
+            "a certificate (CTXLAB_SSL_CERT, CTXLAB_SSL_KEY, and an https:// URL); CTXLAB_PLAIN_HTTP=1 allows "
+            "plain HTTP on a network you trust")
+
+
+_check_bind(BIND_URL, SSL_CERT, SSL_KEY, os.environ.get("CTXLAB_PLAIN_HTTP") == "1")
+c.JupyterHub.bind_url = BIND_URL
+if SSL_CERT:
+    c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = SSL_CERT, SSL_KEY
 c.JupyterHub.db_url = f"sqlite:///{DATA / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(DATA / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(DATA / "jupyterhub-proxy.pid")
 
 c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allowed_users = INSTRUCTORS | LEARNERS
+# Only the users listed now may log in: one taken off CTXLAB_LEARNERS is out at the next start,
+# although the hub's database remembers them. The hub's admins are named, never implied.
+c.Authenticator.allow_existing_users = False
+ADMINS = _users("CTXLAB_ADMINS")
+c.Authenticator.admin_users = ADMINS
 c.JupyterHub.load_groups = {
     "instructors": {"users": sorted(INSTRUCTORS)},
     "learners": {"users": sorted(LEARNERS)},
@@ -169,7 +206,8 @@ if NGSHARE_PYTHON:
     c.JupyterHub.services = [{
         "name": "ngshare",
         "url": f"http://127.0.0.1:{port}",
-        "command": [NGSHARE_PYTHON, "-m", "ngshare", "--admins", ",".join(sorted(INSTRUCTORS)),
+        # serve.py: ngshare on the service's own address (127.0.0.1), without auto-reload
+        "command": [NGSHARE_PYTHON, str(HUB / "ngshare" / "serve.py"), "--admins", ",".join(sorted(INSTRUCTORS)),
                     "--storage", str(store / "files"), "--database", f"sqlite:///{store / 'ngshare.db'}"],
     }]
     NGSHARE_URL = f"http://127.0.0.1:{port}/services/ngshare"

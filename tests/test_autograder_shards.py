@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from support.pipeline import REPO, fill, offline_env, solution_sources
 
 from autograder.grade import parse_shard, shard_of
+from autograder.locking import output_lock
 from autograder.merge import MergeError, check_shards, merge_outputs
 
 OPTIONS = ["--lessons", LESSON, "--cell-timeout", "20", "--memory", "1024", "--quiet"]
@@ -120,9 +121,16 @@ def test_two_shards_merged_equal_one_run(tmp_path):
     assert "shard 1/2: grading 2 of the class's 4 students" in codes["shard-1"][1]
 
     merged = tmp_path / "merged"
-    result = subprocess.run([sys.executable, "-m", "autograder", "merge", str(tmp_path / "shard-2"),
-                             str(tmp_path / "shard-1"), "--out", str(merged)],
-                            cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=120, check=False)
+    merging = [sys.executable, "-m", "autograder", "merge", str(tmp_path / "shard-2"), str(tmp_path / "shard-1"),
+               "--out", str(merged)]
+    merged.mkdir()
+    with output_lock(merged):  # another run writing there: the merge waits for nobody and writes nothing
+        busy = subprocess.run(merging, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=120,
+                              check=False)
+    assert busy.returncode == 2 and "being written by another run (pid" in busy.stderr, busy.stderr
+    assert sorted(p.name for p in merged.iterdir()) == [".lock"]
+    result = subprocess.run(merging, cwd=REPO, env=offline_env(), capture_output=True, text=True, timeout=120,
+                            check=False)
     assert result.returncode == 0, result.stderr
 
     single, joined = outputs(tmp_path / "single"), outputs(merged)

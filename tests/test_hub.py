@@ -856,3 +856,36 @@ def test_a_forged_or_backdated_submission_is_refused(course, machine):
     finally:
         for name in (forged, linked, backdated):
             shutil.rmtree(inbound / name, ignore_errors=True)
+
+
+def test_the_formgraders_autograde_button_runs_nothing_outside_the_sandbox(course, machine):
+    """bo's submission, changed to write a file into the course root when it runs, is autograded
+    from the formgrader (the button's route, as an instructor) and with ``nbgrader autograde`` in
+    an instructor's terminal. Both refuse, saying what to use instead; the file does not appear,
+    and the button leaves the grader's executed copy of the submission in place."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    root = course["root"]
+    submitted = root / "submitted" / BO / LESSON / NOTEBOOK
+    executed = root / "grading-output" / "autograded" / BO / LESSON / NOTEBOOK
+    planted = root / "written-by-a-submission"
+    original = submitted.read_bytes()
+    notebook = json.loads(original)
+    answer = next(cell for cell in notebook["cells"] if cell["metadata"].get("nbgrader", {}).get("solution")
+                  and cell["cell_type"] == "code")
+    answer["source"] = f"open({str(planted)!r}, 'w').write('run with an instructor\\'s rights')\n" + "".join(answer["source"])
+    submitted.write_text(json.dumps(notebook), encoding="utf-8")
+    try:
+        assert executed.is_file()
+        status, text = course["teacher"].call("POST", f"/user/{TEACHER}/formgrader/api/submission/{LESSON}/{BO}/autograde")
+        assert status == 403 and "switched off" in text and "python -m autograder grade" in text, (status, text[:2000])
+        assert executed.is_file(), "pressing Autograde removed the grader's executed copy of bo's submission"
+        typed = machine.run_as(TEACHER, str(machine.bin / "nbgrader"), "autograde", LESSON, "--student", BO, "--force",
+                               cwd=root, check=False)
+        assert typed.returncode != 0 and "switched off" in typed.stdout + typed.stderr, (
+            typed.stdout[-2000:] + typed.stderr[-2000:])
+        assert executed.is_file(), "nbgrader autograde removed the grader's executed copy of bo's submission"
+        assert not planted.exists(), f"nbgrader's autograde ran bo's code as an instructor: {planted} was written"
+    finally:
+        submitted.write_bytes(original)
+        planted.unlink(missing_ok=True)

@@ -118,7 +118,7 @@ def test_with_ngshares_python_the_hub_runs_it_and_every_server_exchanges_through
     (service,) = namespace["c"].JupyterHub.services
     assert service["name"] == "ngshare" and service["url"] == "http://127.0.0.1:10555"
     command = service["command"]
-    assert command[:3] == [str(python), "-m", "ngshare"]
+    assert command[:2] == [str(python), str(CONFIG.parent / "ngshare" / "serve.py")]  # loopback, no auto-reload
     assert command[command.index("--admins") + 1] == ",".join(sorted({ME.pw_name, "teacher2"}))
     assert command[command.index("--database") + 1] == f"sqlite:///{tmp_path / 'hub-data' / 'ngshare' / 'ngshare.db'}"
     assert namespace["c"].Spawner.environment["CTXLAB_NGSHARE_URL"] == "http://127.0.0.1:10555/services/ngshare"
@@ -237,3 +237,48 @@ def test_the_folder_exchange_collects_only_what_a_learner_made_for_themselves(tm
         theirs.mkdir()
         os.chown(theirs, pwd.getpwnam("nobody").pw_uid, -1)
         assert "belongs to nobody: a submission in another's name" in problem_with(str(theirs), ME.pw_name, 1000)
+
+
+def test_nbgrader_autograde_is_switched_off_where_the_hubs_configuration_is_read(tmp_path):
+    """``nbgrader autograde``, run with the hub's exchange configuration (as in an instructor's
+    terminal), stops as it starts, saying what to use; other nbgrader commands still run."""
+    import subprocess
+
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(CONFIG.parent / "exchange"), "CTXLAB_EXCHANGE": str(tmp_path / "x")}
+    env.pop("CTXLAB_COURSE_ROOT", None)
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    typed = subprocess.run([str(nbgrader), "autograde", "01-budget", "--force"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert typed.returncode != 0 and "autograde is switched off" in typed.stderr + typed.stdout, typed.stderr[-2000:]
+    assert "python -m autograder grade" in typed.stderr + typed.stdout
+    listed = subprocess.run([str(nbgrader), "list"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert "switched off" not in listed.stderr + listed.stdout, listed.stderr[-2000:]
+
+
+def test_the_hub_listens_on_loopback_unless_it_has_tls_or_is_told_plain_http(tmp_path, monkeypatch):
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name)
+    assert namespace["c"].JupyterHub.bind_url == "http://127.0.0.1:8000"
+    for url in ("http://:8000", "http://0.0.0.0:8000", "http://hub.example.edu:8000"):
+        with pytest.raises(SystemExit, match="without TLS, and the hub takes Unix passwords.*CTXLAB_SSL_CERT"):
+            load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, HUB_URL=url)
+    assert load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, HUB_URL="http://:8000",
+                PLAIN_HTTP="1")["c"].JupyterHub.bind_url == "http://:8000"
+    monkeypatch.delenv("CTXLAB_PLAIN_HTTP")
+    with pytest.raises(SystemExit, match="asks for https"):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, HUB_URL="https://:443")
+    with pytest.raises(SystemExit, match="both CTXLAB_SSL_CERT and CTXLAB_SSL_KEY"):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, HUB_URL="https://:443", SSL_CERT="/etc/cert.pem")
+    hub = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, HUB_URL="https://:443", SSL_CERT="/etc/cert.pem",
+               SSL_KEY="/etc/key.pem")["c"].JupyterHub
+    assert (hub.bind_url, hub.ssl_cert, hub.ssl_key) == ("https://:443", "/etc/cert.pem", "/etc/key.pem")
+
+
+def test_only_the_listed_users_log_in_and_the_admins_are_named(tmp_path, monkeypatch):
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody")
+    authenticator = namespace["c"].Authenticator
+    assert authenticator.allow_existing_users is False
+    assert authenticator.allowed_users == {ME.pw_name, "nobody"} and authenticator.admin_users == set()
+    named = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, ADMINS="it-admin")["c"].Authenticator
+    assert named.admin_users == {"it-admin"}
+

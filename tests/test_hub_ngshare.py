@@ -218,3 +218,17 @@ def test_a_forged_or_backdated_submission_is_refused(course):
               for name in (ANA, BO)}
     assert all(status == 200 for status, _ in listed.values()), listed
     assert stamp in listed[ANA][1] and stamp not in listed[BO][1], listed
+
+
+def test_ngshare_listens_on_loopback_only(course, machine):
+    """ngshare 0.6.0 listens on every interface; run through hub/ngshare/serve.py, only on the
+    service's address, 127.0.0.1, as the kernel's table of listening sockets shows."""
+    port = int(machine.env["CTXLAB_NGSHARE_PORT"])
+    listening = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text(encoding="ascii").splitlines()[1:]:
+            fields = line.split()
+            address, port_hex = fields[1].rsplit(":", 1)
+            if fields[3] == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
+                listening.append(address)
+    assert listening == ["0100007F"], f"ngshare listens on {listening} (0100007F is 127.0.0.1)"

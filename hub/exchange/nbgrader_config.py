@@ -26,6 +26,10 @@ from pathlib import Path
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
+HERE = str(Path(__file__).resolve().parent)  # traitlets gives a configuration file its path
+if HERE not in sys.path:  # this folder's modules: ctxlab_exchange, no_autograde
+    sys.path.insert(0, HERE)
+
 c.CourseDirectory.course_id = os.environ.get("CTXLAB_COURSE_ID", "context-window-lab")
 c.Exchange.root = os.environ.get("CTXLAB_EXCHANGE", "/srv/nbgrader/exchange")
 
@@ -34,9 +38,6 @@ if os.environ.get("CTXLAB_NGSHARE_URL"):  # the hub runs the exchange service (h
 
     configureExchange(c, os.environ["CTXLAB_NGSHARE_URL"])
 else:  # the folder: collect only what its learner made and when, submit a folder only they may change
-    here = str(Path(__file__).resolve().parent)  # traitlets gives a configuration file its path
-    if here not in sys.path:
-        sys.path.insert(0, here)
     c.ExchangeFactory.collect = "ctxlab_exchange.Collect"
     c.ExchangeFactory.submit = "ctxlab_exchange.Submit"
 
@@ -60,3 +61,13 @@ if os.environ.get("CTXLAB_COURSE_ROOT"):
         # umask's permissions (SQLite would make it 0o644, closed to the other instructors)
         (root / GRADING).mkdir(exist_ok=True)
         (root / GRADING / "gradebook.db").touch(mode=0o666)
+
+# nbgrader's autograde would run the learners' code with an instructor's rights, outside the
+# grading sandbox: the formgrader's Autograde button and `nbgrader autograde` stop before any
+# cell runs (no_autograde.py). Set last, so that no configuration read before it undoes it.
+from no_autograde import refuse_the_autograde_command, switch_off_the_formgraders_button  # noqa: E402
+
+refuse_the_autograde_command()
+switch_off_the_formgraders_button()
+c.Autograde.sanitize_preprocessors = ["no_autograde.RefuseAutograde"]
+c.Autograde.autograde_preprocessors = ["no_autograde.RefuseAutograde"]
