@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("release", "grade", "merge", "canvas", "student_repo")
+COMMAND_MODULES = ("release", "grade", "merge", "canvas", "student_repo", "backup")
 
 
 def build_parser() -> argparse.ArgumentParser:

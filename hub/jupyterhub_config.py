@@ -40,6 +40,7 @@ variable                     default                             what it is
 ``CTXLAB_SSL_CERT``          (none)                              the hub's TLS certificate (and ``_KEY``)
 ``CTXLAB_PLAIN_HTTP``        (none)                              ``1``: plain HTTP beyond loopback, on purpose
 ``CTXLAB_ADMINS``            (none)                              the hub's admins, comma-separated
+``CTXLAB_IDLE_TIMEOUT``      ``3600``                            seconds before an idle server is stopped (0: never)
 ``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
 ``CTXLAB_NGSHARE_PYTHON``    (none)                              ngshare's Python: the exchange service
 ``CTXLAB_NGSHARE_PORT``      ``10101``                           where the hub runs ngshare (loopback)
@@ -187,6 +188,18 @@ c.JupyterHub.load_roles = [
     {"name": "instructor", "groups": ["instructors"], "scopes": ["self", "list:users", "read:users", "read:servers"]},
 ]
 
+# Servers left running hold memory and kernels all night: jupyterhub-idle-culler stops a
+# server idle for CTXLAB_IDLE_TIMEOUT seconds (default an hour; 0 leaves them running). It works
+# through the hub's API with only the scopes it needs; the learner's files stay.
+IDLE_TIMEOUT = int(os.environ.get("CTXLAB_IDLE_TIMEOUT", "3600"))
+c.JupyterHub.services = []
+if IDLE_TIMEOUT > 0:
+    c.JupyterHub.services.append({"name": "idle-culler", "command": [
+        sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={IDLE_TIMEOUT}",
+        f"--cull-every={max(60, IDLE_TIMEOUT // 6)}"]})
+    c.JupyterHub.load_roles.append({"name": "idle-culler", "services": ["idle-culler"],
+                                    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]})
+
 # The exchange service (hub/README.md, "An exchange service"): ngshare, run by the hub from an
 # environment of its own, holds the lessons, submissions and feedback; every instructor is one of
 # its admins. Servers reach it on loopback with their own API token, which ngshare checks with
@@ -203,13 +216,13 @@ if NGSHARE_PYTHON:
     port = int(os.environ.get("CTXLAB_NGSHARE_PORT", "10101"))
     store = DATA / "ngshare"
     store.mkdir(exist_ok=True, mode=0o700)
-    c.JupyterHub.services = [{
+    c.JupyterHub.services.append({
         "name": "ngshare",
         "url": f"http://127.0.0.1:{port}",
         # serve.py: ngshare on the service's own address (127.0.0.1), without auto-reload
         "command": [NGSHARE_PYTHON, str(HUB / "ngshare" / "serve.py"), "--admins", ",".join(sorted(INSTRUCTORS)),
                     "--storage", str(store / "files"), "--database", f"sqlite:///{store / 'ngshare.db'}"],
-    }]
+    })
     NGSHARE_URL = f"http://127.0.0.1:{port}/services/ngshare"
 
 # No learner may read a hidden test or a solution of this course on this machine: the hub looks

@@ -889,3 +889,11 @@ def test_the_formgraders_autograde_button_runs_nothing_outside_the_sandbox(cours
     finally:
         submitted.write_bytes(original)
         planted.unlink(missing_ok=True)
+
+
+def test_the_idle_culler_runs_beside_the_hub(course):
+    """jupyterhub-idle-culler, installed by hub/install.py, runs as the hub's service."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    found = subprocess.run(["pgrep", "-af", "jupyterhub_idle_culler"], capture_output=True, text=True, check=False)
+    assert "--timeout=3600" in found.stdout, (found.stdout, course["hub"].tail())

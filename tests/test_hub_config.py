@@ -115,7 +115,7 @@ def test_with_ngshares_python_the_hub_runs_it_and_every_server_exchanges_through
     python.touch()
     namespace = load(tmp_path, monkeypatch, INSTRUCTORS=f"{ME.pw_name},teacher2", LEARNERS="nobody",
                      NGSHARE_PYTHON=str(python), NGSHARE_PORT="10555")
-    (service,) = namespace["c"].JupyterHub.services
+    (service,) = [s for s in namespace["c"].JupyterHub.services if s["name"] == "ngshare"]
     assert service["name"] == "ngshare" and service["url"] == "http://127.0.0.1:10555"
     command = service["command"]
     assert command[:2] == [str(python), str(CONFIG.parent / "ngshare" / "serve.py")]  # loopback, no auto-reload
@@ -123,7 +123,7 @@ def test_with_ngshares_python_the_hub_runs_it_and_every_server_exchanges_through
     assert command[command.index("--database") + 1] == f"sqlite:///{tmp_path / 'hub-data' / 'ngshare' / 'ngshare.db'}"
     assert namespace["c"].Spawner.environment["CTXLAB_NGSHARE_URL"] == "http://127.0.0.1:10555/services/ngshare"
     without = load(tmp_path / "plain", monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody", NGSHARE_PYTHON="")
-    assert "CTXLAB_NGSHARE_URL" not in without["c"].Spawner.environment and "services" not in without["c"].JupyterHub
+    assert "CTXLAB_NGSHARE_URL" not in without["c"].Spawner.environment and [s["name"] for s in without["c"].JupyterHub.services] == ["idle-culler"]
 
 
 def test_ngshare_needs_its_python_and_an_instructor(tmp_path, monkeypatch):
@@ -282,3 +282,14 @@ def test_only_the_listed_users_log_in_and_the_admins_are_named(tmp_path, monkeyp
     named = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, ADMINS="it-admin")["c"].Authenticator
     assert named.admin_users == {"it-admin"}
 
+
+
+def test_idle_servers_are_stopped_by_the_culler_with_only_the_scopes_it_needs(tmp_path, monkeypatch):
+    hub = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name)["c"].JupyterHub
+    (culler,) = [s for s in hub.services if s["name"] == "idle-culler"]
+    assert culler["command"][1:] == ["-m", "jupyterhub_idle_culler", "--timeout=3600", "--cull-every=600"]
+    (role,) = [r for r in hub.load_roles if r["name"] == "idle-culler"]
+    assert sorted(role["scopes"]) == ["delete:servers", "list:users", "read:servers", "read:users:activity"]
+    assert role["services"] == ["idle-culler"]
+    never = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, IDLE_TIMEOUT="0")["c"].JupyterHub
+    assert not [s for s in never.services if s["name"] == "idle-culler"]
