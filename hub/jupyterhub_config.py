@@ -41,6 +41,7 @@ variable                     default                             what it is
 ``CTXLAB_PLAIN_HTTP``        (none)                              ``1``: plain HTTP beyond loopback, on purpose
 ``CTXLAB_ADMINS``            (none)                              the hub's admins, comma-separated
 ``CTXLAB_IDLE_TIMEOUT``      ``3600``                            seconds before an idle server is stopped (0: never)
+``CTXLAB_MEMORY_MB``         ``4096``                            memory each process of a learner's server may map
 ``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
 ``CTXLAB_NGSHARE_PYTHON``    (none)                              ngshare's Python: the exchange service
 ``CTXLAB_NGSHARE_PORT``      ``10101``                           where the hub runs ngshare (loopback)
@@ -248,6 +249,14 @@ c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(E
                          **({"CTXLAB_NGSHARE_URL": NGSHARE_URL} if NGSHARE_URL else {})}
 
 
+# One runaway kernel must not take the machine: every process of a learner's server (the server
+# and each kernel) may map at most CTXLAB_MEMORY_MB of memory (its address space, set
+# with `ulimit -v` before the server starts; kernels inherit it); 0 sets no limit. It is a limit
+# per process, not per learner: a learner's total, and CPU shares, need a spawner that puts each
+# server in a cgroup of its own (SystemdSpawner's mem_limit and cpu_limit; hub/README.md).
+LEARNER_MEMORY_MB = int(os.environ.get("CTXLAB_MEMORY_MB", "4096"))
+
+
 def config_path(spawner) -> None:
     """Give each server the exchange's settings, learners the learner-only switches, and
     instructors their course root (``hub/exchange/nbgrader_config.py`` points the formgrader
@@ -262,6 +271,8 @@ def config_path(spawner) -> None:
         extra["CTXLAB_COURSE_ROOT"] = str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_FOLDER)
     else:
         folders.insert(0, HUB / "learner")
+        if LEARNER_MEMORY_MB > 0:  # each process of the server (the server, every kernel) at most this
+            spawner.cmd = ["/bin/sh", "-c", f'ulimit -v {LEARNER_MEMORY_MB * 1024} && exec "$@"', "sh", *SINGLEUSER]
     path = os.pathsep.join(str(folder) for folder in folders)
     spawner.environment = {**spawner.environment, **extra, "JUPYTER_CONFIG_PATH": path}  # a copy: never shared
 

@@ -897,3 +897,20 @@ def test_the_idle_culler_runs_beside_the_hub(course):
         pytest.skip(f"JupyterHub could not start here: {course['reason']}")
     found = subprocess.run(["pgrep", "-af", "jupyterhub_idle_culler"], capture_output=True, text=True, check=False)
     assert "--timeout=3600" in found.stdout, (found.stdout, course["hub"].tail())
+
+
+def test_a_learners_server_runs_under_its_memory_limit(course):
+    """Each process of a learner's server may map at most CTXLAB_MEMORY_MB (4096 by default), as
+    the kernel reports the running server's limits; an instructor's server has none."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+
+    def address_space(user: str) -> str:
+        found = subprocess.run(["pgrep", "-u", user, "-f", "jupyterhub-singleuser"], capture_output=True, text=True,
+                               check=False).stdout.split()
+        assert found, f"no server running for {user}"
+        limits = Path(f"/proc/{found[0]}/limits").read_text(encoding="ascii")
+        return next(line for line in limits.splitlines() if line.startswith("Max address space")).split()[3]
+
+    assert address_space(ANA) == str(4096 * 1024 * 1024)
+    assert address_space(TEACHER) == "unlimited"

@@ -93,7 +93,7 @@ def test_a_shared_root_is_refused_until_it_belongs_to_the_group_and_is_closed(tm
     assert course_exchange.stat().st_gid == group.gr_gid and course_exchange.stat().st_mode & 0o7777 == 0o2775
     if outsider:
         learner = spawned(namespace, outsider)
-        assert "CTXLAB_COURSE_ROOT" not in learner.environment and learner.cmd is None
+        assert "CTXLAB_COURSE_ROOT" not in learner.environment and "umask" not in learner.cmd[2]  # the memory limit only
 
 
 def test_a_learner_in_the_instructors_group_is_refused(tmp_path, monkeypatch):
@@ -293,3 +293,13 @@ def test_idle_servers_are_stopped_by_the_culler_with_only_the_scopes_it_needs(tm
     assert role["services"] == ["idle-culler"]
     never = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, IDLE_TIMEOUT="0")["c"].JupyterHub
     assert not [s for s in never.services if s["name"] == "idle-culler"]
+
+
+def test_a_learners_server_and_kernels_have_a_memory_limit(tmp_path, monkeypatch):
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody")
+    learner, teacher = spawned(namespace, "nobody"), spawned(namespace, ME.pw_name)
+    assert learner.cmd[:3] == ["/bin/sh", "-c", 'ulimit -v 4194304 && exec "$@"'] and learner.cmd[4].endswith(
+        "jupyterhub-singleuser")
+    assert teacher.cmd is None  # staff run the grader and make release in their servers
+    unlimited = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody", MEMORY_MB="0")
+    assert spawned(unlimited, "nobody").cmd is None
