@@ -38,7 +38,7 @@ import stat
 
 from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.exchange.default.submit import ExchangeSubmit
-from nbgrader.utils import ignore_patterns
+from nbgrader.utils import check_mode, ignore_patterns
 
 __all__ = ["Collect", "Submit", "REFUSED_LOG", "problem_with"]
 
@@ -111,6 +111,8 @@ class Collect(ExchangeCollect):
         self.inbound_path = os.path.join(self.course_path, "inbound")
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
+        if not check_mode(self.inbound_path, read=True, execute=True):  # as nbgrader's collect checks
+            self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
         student_id = self.coursedir.student_id if self.coursedir.student_id else "*"
         pattern = os.path.join(self.inbound_path, f"{student_id}+{self.coursedir.assignment_id}+*")
         records = []
