@@ -8,6 +8,9 @@ folders under the prefix, and nothing the hub or the servers use stays in the ch
   without its editable line, ``constraints.txt``), JupyterHub, ngshare-exchange, and
   ``ctxlab`` installed from a wheel built from this checkout (the wheel holds the library and
   the transcripts, no notebook);
+* ``ngshare-env/``: the exchange service's own environment (``hub/ngshare/requirements.txt``:
+  ngshare 0.6.0 needs SQLAlchemy 1.x, the hub SQLAlchemy 2), which the hub runs as its own
+  user when ``CTXLAB_NGSHARE_PYTHON`` names its Python (``hub/README.md``);
 * ``hub/``: the hub's configuration (``jupyterhub_config.py``, ``learner_view.py``,
   ``exchange/``, ``learner/``, ``ngshare/``).
 
@@ -19,6 +22,8 @@ the hub checks, as a learner, that none of this course's hidden tests or solutio
 
     /usr/bin/python3 hub/install.py /opt/ctxlab-hub # then: /opt/ctxlab-hub/env/bin/jupyterhub \\
                                                     #         -f /opt/ctxlab-hub/hub/jupyterhub_config.py
+
+``--no-ngshare`` leaves ``ngshare-env/`` out, for a hub that exchanges through a shared folder.
 """
 
 from __future__ import annotations
@@ -105,8 +110,19 @@ def refuse_unless_everyone_runs(python: Path) -> None:
                          "`/usr/bin/python3 hub/install.py PREFIX`, after removing the environment it made") from None
 
 
-def install(prefix: Path, python: Path | str = sys.executable) -> Path:
-    """Make ``prefix/env`` and ``prefix/hub`` as the module says; the environment's ``bin``."""
+def install_ngshare(prefix: Path, python: Path | str = sys.executable, repo: Path = REPO) -> Path:
+    """Make ``prefix/ngshare-env`` with ngshare's pinned packages; its Python."""
+    env = prefix / "ngshare-env"
+    if not (env / "bin" / "python").exists():
+        subprocess.run([str(python), "-m", "venv", str(env)], check=True)
+    refuse_unless_everyone_runs(env / "bin" / "python")
+    _pip(env / "bin" / "python", "install", "-r", str(repo / "hub" / "ngshare" / "requirements.txt"))
+    return env / "bin" / "python"
+
+
+def install(prefix: Path, python: Path | str = sys.executable, ngshare: bool = True) -> Path:
+    """Make ``prefix/env``, ``prefix/ngshare-env`` (unless not ``ngshare``) and ``prefix/hub``
+    as the module says; the environment's ``bin``."""
     env = prefix / "env"
     if not (env / "bin" / "python").exists():
         subprocess.run([str(python), "-m", "venv", str(env)], check=True)
@@ -119,6 +135,8 @@ def install(prefix: Path, python: Path | str = sys.executable) -> Path:
         _pip(env / "bin" / "python", "install", "-r", str(reqs), "-c", str(REPO / "constraints.txt"))
         _pip(env / "bin" / "python", "install", "--no-deps", NGSHARE_EXCHANGE)
         install_wheel(env / "bin" / "python", wheel)
+    if ngshare:
+        install_ngshare(prefix, python)
     copy_hub_files(prefix / "hub")
     prefix.chmod(0o755)
     open_to_all(prefix)
@@ -128,13 +146,17 @@ def install(prefix: Path, python: Path | str = sys.executable) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("prefix", type=Path, help="where to install: PREFIX/env and PREFIX/hub (e.g. /opt/ctxlab-hub)")
+    parser.add_argument("--no-ngshare", action="store_true",
+                        help="leave out PREFIX/ngshare-env, the exchange service's environment")
     args = parser.parse_args(argv)
     prefix = args.prefix.resolve()
     if prefix == REPO or REPO in prefix.parents:
         parser.error(f"{prefix} is inside the checkout {REPO}: learners could read its solutions; choose another folder")
-    bin_dir = install(prefix)
+    bin_dir = install(prefix, ngshare=not args.no_ngshare)
     print(f"installed: {bin_dir.parent} and {prefix / 'hub'}\nstart the hub with:\n"
           f"  CTXLAB_INSTRUCTORS=... CTXLAB_LEARNERS=... {bin_dir / 'jupyterhub'} -f {prefix / 'hub' / 'jupyterhub_config.py'}")
+    if not args.no_ngshare:
+        print(f"with the exchange service (hub/README.md): CTXLAB_NGSHARE_PYTHON={prefix / 'ngshare-env' / 'bin' / 'python'}")
     return 0
 
 

@@ -45,10 +45,12 @@ variable                     default                             what it is
 ``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
 ``CTXLAB_NGSHARE_PYTHON``    (none)                              ngshare's Python: the exchange service
 ``CTXLAB_NGSHARE_PORT``      ``10101``                           where the hub runs ngshare (loopback)
+``CTXLAB_NGSHARE_USER``      ``ctxlab-ngshare``                  the system user ngshare runs as (hub as root)
+``CTXLAB_NGSHARE_DATA``      ``/srv/ngshare``                    ngshare's database and files, its user's alone
 ===========================  ==================================  =========================================
 
-With ``CTXLAB_NGSHARE_PYTHON`` (the ``python`` of an environment made from
-``hub/ngshare/requirements.txt``) the hub runs ngshare as a service and every server exchanges
+With ``CTXLAB_NGSHARE_PYTHON`` (``PREFIX/ngshare-env/bin/python``, which ``hub/install.py``
+makes) the hub runs ngshare as a service, as ``CTXLAB_NGSHARE_USER``, and every server exchanges
 through it instead of the shared folder: for hubs whose servers do not share a disk.
 
 Only listed users may log in. Put TLS in front of the hub (a reverse proxy, or
@@ -58,6 +60,7 @@ Only listed users may log in. Put TLS in front of the hub (a reverse proxy, or
 import grp
 import os
 import pwd
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -205,25 +208,64 @@ if IDLE_TIMEOUT > 0:
 # environment of its own, holds the lessons, submissions and feedback; every instructor is one of
 # its admins. Servers reach it on loopback with their own API token, which ngshare checks with
 # the hub, and nbgrader's exchange classes are ngshare-exchange's (hub/exchange/nbgrader_config.py).
+# A hub run as root runs it as a system user of its own, owning its store alone: a flaw in
+# ngshare then reaches its files, not root's nor the hub's.
 NGSHARE_PYTHON = os.environ.get("CTXLAB_NGSHARE_PYTHON")
 NGSHARE_URL = None
+
+
+def _ngshare_user(name: str) -> pwd.struct_passwd:
+    """The system user ngshare runs as, after checking it exists and is nobody else's account."""
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        raise SystemExit(f"CTXLAB_NGSHARE_USER={name}: there is no such user; create it with `useradd --system "
+                         f"--no-create-home --shell /usr/sbin/nologin {name}`") from None
+    if user.pw_uid == 0 or name in INSTRUCTORS | LEARNERS:
+        raise SystemExit(f"CTXLAB_NGSHARE_USER={name} is root, an instructor or a learner: ngshare must run as a "
+                         "system user of its own, which owns its store (useradd --system ...)")
+    return user
+
+
+def _runs_as(user: pwd.struct_passwd, python: str) -> bool:
+    """Whether ``user`` can run ``python`` and import ngshare from it."""
+    try:
+        subprocess.run([python, "-c", "import ngshare"], user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+                       cwd="/", check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
 if NGSHARE_PYTHON:
     if not Path(NGSHARE_PYTHON).is_file():
-        raise SystemExit(f"CTXLAB_NGSHARE_PYTHON={NGSHARE_PYTHON} does not exist: make ngshare's environment with "
-                         "`python3 -m venv .venv-ngshare && .venv-ngshare/bin/pip install -r hub/ngshare/requirements.txt`")
+        raise SystemExit(f"CTXLAB_NGSHARE_PYTHON={NGSHARE_PYTHON} does not exist: `hub/install.py PREFIX` makes "
+                         "ngshare's environment, PREFIX/ngshare-env (hub/README.md)")
     if not INSTRUCTORS:
         raise SystemExit("CTXLAB_NGSHARE_PYTHON is set but CTXLAB_INSTRUCTORS is empty: ngshare needs an instructor "
                          "as its admin to create the course")
     port = int(os.environ.get("CTXLAB_NGSHARE_PORT", "10101"))
-    store = DATA / "ngshare"
-    store.mkdir(exist_ok=True, mode=0o700)
-    c.JupyterHub.services.append({
+    store = Path(os.environ.get("CTXLAB_NGSHARE_DATA", "/srv/ngshare"))
+    store.mkdir(parents=True, exist_ok=True, mode=0o700)
+    service = {
         "name": "ngshare",
         "url": f"http://127.0.0.1:{port}",
         # serve.py: ngshare on the service's own address (127.0.0.1), without auto-reload
         "command": [NGSHARE_PYTHON, str(HUB / "ngshare" / "serve.py"), "--admins", ",".join(sorted(INSTRUCTORS)),
                     "--storage", str(store / "files"), "--database", f"sqlite:///{store / 'ngshare.db'}"],
-    })
+        "cwd": str(store),
+    }
+    if os.geteuid() == 0:
+        owner = _ngshare_user(os.environ.get("CTXLAB_NGSHARE_USER", "ctxlab-ngshare"))
+        if not _runs_as(owner, NGSHARE_PYTHON):
+            raise SystemExit(f"user {owner.pw_name} cannot run {NGSHARE_PYTHON} or import ngshare with it: install "
+                             "ngshare's environment with a Python every user can run (`/usr/bin/python3 "
+                             "hub/install.py PREFIX` makes PREFIX/ngshare-env)")
+        for path in [store, *store.rglob("*")]:
+            os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
+        store.chmod(0o700)
+        service["user"] = owner.pw_name
+    c.JupyterHub.services.append(service)
     NGSHARE_URL = f"http://127.0.0.1:{port}/services/ngshare"
 
 # No learner may read a hidden test or a solution of this course on this machine: the hub looks

@@ -93,6 +93,29 @@ def reachable_by_others(python: Path) -> bool:
     return result.returncode == 0
 
 
+def lay_out(venv: Path, env: Path) -> Path:
+    """The virtual environment ``venv`` laid out again at ``env`` from hard links to its files, on
+    the system's Python of the same version, so that every user can run it; ``env``. Only what
+    names a location (``pyvenv.cfg``, the ``python`` links, the scripts' first lines) is new."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    system = Path(f"/usr/bin/python{version}")
+    if not system.exists():
+        pytest.skip(f"there is no {system} to lay the environment out on, where every user can run it")
+    shutil.copytree(venv, env, symlinks=True, copy_function=os.link, ignore=shutil.ignore_patterns("bin", "pyvenv.cfg"))
+    (env / "bin").mkdir()
+    for link in ("python", "python3", f"python{version}"):
+        (env / "bin" / link).symlink_to(system)
+    (env / "pyvenv.cfg").write_text(f"home = {system.parent}\ninclude-system-site-packages = false\n", encoding="utf-8")
+    for script in (venv / "bin").iterdir():
+        if script.is_file() and not script.is_symlink():
+            text = script.read_bytes()
+            if text.startswith(b"#!" + str(venv).encode()):
+                text = text.replace(str(venv).encode(), str(env).encode(), 1)
+            (env / "bin" / script.name).write_bytes(text)
+            (env / "bin" / script.name).chmod(script.stat().st_mode & 0o777)
+    return env
+
+
 def shared_environment(base: Path) -> tuple[Path, Path]:
     """The hub as ``hub/install.py`` installs it: its environment's ``bin`` folder and its
     configuration folder. With ``CTXLAB_HUB_PREFIX``, the hub that script installed there, with
@@ -116,25 +139,8 @@ def shared_environment(base: Path) -> tuple[Path, Path]:
         if not reachable_by_others(bin_dir / "python"):
             pytest.fail(f"the hub installed in {prefix} does not run for other users")
         return bin_dir, hub_dir
-    venv = Path(sys.prefix)
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    system = Path(f"/usr/bin/python{version}")
-    if not system.exists():
-        pytest.skip(f"there is no {system} to lay the environment out on, where every user can run it")
-    (base / "opt").mkdir(mode=0o755)
-    env = base / "opt" / "env"
-    shutil.copytree(venv, env, symlinks=True, copy_function=os.link, ignore=shutil.ignore_patterns("bin", "pyvenv.cfg"))
-    (env / "bin").mkdir()
-    for link in ("python", "python3", f"python{version}"):
-        (env / "bin" / link).symlink_to(system)
-    (env / "pyvenv.cfg").write_text(f"home = {system.parent}\ninclude-system-site-packages = false\n", encoding="utf-8")
-    for script in (venv / "bin").iterdir():
-        if script.is_file() and not script.is_symlink():
-            text = script.read_bytes()
-            if text.startswith(b"#!" + str(venv).encode()):
-                text = text.replace(str(venv).encode(), str(env).encode(), 1)
-            (env / "bin" / script.name).write_bytes(text)
-            (env / "bin" / script.name).chmod(script.stat().st_mode & 0o777)
+    (base / "opt").mkdir(mode=0o755, exist_ok=True)
+    env = lay_out(Path(sys.prefix), base / "opt" / "env")
     if not reachable_by_others(env / "bin" / "python"):
         pytest.fail(f"the environment laid out in {env} does not run for other users")
     install_wheel(env / "bin" / "python", build_wheel(base / "wheel"))
@@ -214,6 +220,17 @@ class Machine:
             raise AssertionError(f"{' '.join(command)} as {user} failed ({result.returncode}):\n"
                                  f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
         return result
+
+    def add_system_user(self, name: str) -> None:
+        """A system user without a home or a login shell, as a service runs as."""
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                           check=True, capture_output=True)
+            self.created.append(name)
+        else:
+            pytest.skip(f"a user named {name} exists already; remove it or run the test elsewhere")
 
     def remove_users(self) -> None:
         for name in self.created:

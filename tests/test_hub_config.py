@@ -109,31 +109,78 @@ def test_a_learner_in_the_instructors_group_is_refused(tmp_path, monkeypatch):
              INSTRUCTOR_GROUP=group.gr_name)
 
 
-def test_with_ngshares_python_the_hub_runs_it_and_every_server_exchanges_through_it(tmp_path, monkeypatch):
-    python = tmp_path / "ngshare-env" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.touch()
+@pytest.fixture
+def runnable_python():
+    """A stand-in for ngshare's Python that any user can run: a script that exits 0, in a folder
+    every user can reach (pytest's own folders are root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="ctxlab-ngshare-python-", dir="/tmp"))
+    folder.chmod(0o755)
+    python = folder / "python"
+    python.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    python.chmod(0o755)
+    yield python
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def system_user() -> str:
+    """A system user that is neither root nor one the tests log in as."""
+    for name in ("daemon", "bin", "sys"):
+        try:
+            if pwd.getpwnam(name).pw_uid != 0:
+                return name
+        except KeyError:
+            continue
+    pytest.skip("this machine has no daemon, bin or sys user to run ngshare as")
+
+
+def test_with_ngshares_python_the_hub_runs_it_and_every_server_exchanges_through_it(tmp_path, monkeypatch,
+                                                                                     runnable_python):
+    owner = system_user()
     namespace = load(tmp_path, monkeypatch, INSTRUCTORS=f"{ME.pw_name},teacher2", LEARNERS="nobody",
-                     NGSHARE_PYTHON=str(python), NGSHARE_PORT="10555")
+                     NGSHARE_PYTHON=str(runnable_python), NGSHARE_PORT="10555", NGSHARE_USER=owner,
+                     NGSHARE_DATA=str(tmp_path / "ngshare"))
     (service,) = [s for s in namespace["c"].JupyterHub.services if s["name"] == "ngshare"]
     assert service["name"] == "ngshare" and service["url"] == "http://127.0.0.1:10555"
     command = service["command"]
-    assert command[:2] == [str(python), str(CONFIG.parent / "ngshare" / "serve.py")]  # loopback, no auto-reload
+    assert command[:2] == [str(runnable_python), str(CONFIG.parent / "ngshare" / "serve.py")]  # loopback, no reload
     assert command[command.index("--admins") + 1] == ",".join(sorted({ME.pw_name, "teacher2"}))
-    assert command[command.index("--database") + 1] == f"sqlite:///{tmp_path / 'hub-data' / 'ngshare' / 'ngshare.db'}"
+    assert command[command.index("--database") + 1] == f"sqlite:///{tmp_path / 'ngshare' / 'ngshare.db'}"
     assert namespace["c"].Spawner.environment["CTXLAB_NGSHARE_URL"] == "http://127.0.0.1:10555/services/ngshare"
+    store = (tmp_path / "ngshare").stat()
+    assert store.st_mode & 0o777 == 0o700
+    if os.geteuid() == 0:  # the hub as root runs ngshare as its own user, who alone owns the store
+        assert service["user"] == owner and store.st_uid == pwd.getpwnam(owner).pw_uid
+    else:  # nobody to switch to: ngshare runs as the hub's user
+        assert "user" not in service
     without = load(tmp_path / "plain", monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody", NGSHARE_PYTHON="")
     assert "CTXLAB_NGSHARE_URL" not in without["c"].Spawner.environment and [s["name"] for s in without["c"].JupyterHub.services] == ["idle-culler"]
 
 
 def test_ngshare_needs_its_python_and_an_instructor(tmp_path, monkeypatch):
-    with pytest.raises(SystemExit, match="pip install -r hub/ngshare/requirements.txt"):
+    with pytest.raises(SystemExit, match=r"hub/install.py PREFIX. makes ngshare's environment"):
         load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, NGSHARE_PYTHON=str(tmp_path / "missing" / "python"))
     python = tmp_path / "python"
     python.touch()
     monkeypatch.delenv("CTXLAB_INSTRUCTORS", raising=False)
     with pytest.raises(SystemExit, match="CTXLAB_INSTRUCTORS is empty"):
         load(tmp_path, monkeypatch, LEARNERS="nobody", NGSHARE_PYTHON=str(python))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a hub run as root switches ngshare to a user of its own")
+def test_ngshare_runs_only_as_a_system_user_of_its_own_that_can_run_it(tmp_path, monkeypatch, runnable_python):
+    common = {"INSTRUCTORS": ME.pw_name, "LEARNERS": "nobody", "NGSHARE_DATA": str(tmp_path / "ngshare")}
+    with pytest.raises(SystemExit, match=r"CTXLAB_NGSHARE_USER=ctxlab-no-such-user: there is no such user; create it "
+                                         r"with `useradd --system"):
+        load(tmp_path, monkeypatch, NGSHARE_PYTHON=str(runnable_python), NGSHARE_USER="ctxlab-no-such-user", **common)
+    for who in ("root", "nobody"):  # root, and a learner
+        with pytest.raises(SystemExit, match=f"CTXLAB_NGSHARE_USER={who} is root, an instructor or a learner"):
+            load(tmp_path, monkeypatch, NGSHARE_PYTHON=str(runnable_python), NGSHARE_USER=who, **common)
+    unrunnable = tmp_path / "python"  # under pytest's folder, which only root can reach
+    unrunnable.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    unrunnable.chmod(0o755)
+    owner = system_user()
+    with pytest.raises(SystemExit, match=f"user {owner} cannot run {unrunnable} or import ngshare with it"):
+        load(tmp_path, monkeypatch, NGSHARE_PYTHON=str(unrunnable), NGSHARE_USER=owner, **common)
 
 
 def test_the_exchange_config_uses_ngshare_when_the_hub_runs_it(monkeypatch):

@@ -13,9 +13,14 @@ It checks the scores, that each learner got only their own feedback, and that ng
 a learner what only an instructor may do: list or download another learner's submission,
 release a lesson, enroll themselves in a course.
 
+The hub runs ngshare as a system user of its own, which the test creates, and the test checks
+that the process is that user's and that no learner can read its store.
+
 It needs what the hub test needs (root, ``jupyterhub``, ``configurable-http-proxy``,
-bubblewrap), and ngshare's environment, ``.venv-ngshare`` (``.ci/run`` makes it), or
-``CTXLAB_NGSHARE_PYTHON``. With ``CTXLAB_REQUIRE_HUB=1`` (CI) a missing part fails the test.
+bubblewrap), and ngshare's environment: ``CTXLAB_NGSHARE_PYTHON``, or the one ``hub/install.py``
+made under ``CTXLAB_HUB_PREFIX`` (as in CI), or else ``.venv-ngshare`` in the checkout, laid out
+for every user to run as ``tests/test_hub.py`` lays out the hub's. With ``CTXLAB_REQUIRE_HUB=1``
+(CI) a missing part fails the test.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from test_hub import (
     Machine,
     each_fetched_only_their_own_feedback,
     free_port,
+    lay_out,
     scores_are_right,
     shared_environment,
     why_no_hub,
@@ -56,7 +62,16 @@ from test_hub import (
 
 pytestmark = [pytest.mark.slow]
 
-NGSHARE_PYTHON = Path(os.environ.get("CTXLAB_NGSHARE_PYTHON", REPO / ".venv-ngshare" / "bin" / "python"))
+NGSHARE_USER = "ctxlab-ngshare-t"  # the system user the hub runs ngshare as; the test makes it
+
+
+def ngshare_python() -> Path:
+    """ngshare's Python, as the module says (not yet laid out when it is the checkout's)."""
+    if os.environ.get("CTXLAB_NGSHARE_PYTHON"):
+        return Path(os.environ["CTXLAB_NGSHARE_PYTHON"])
+    if os.environ.get("CTXLAB_HUB_PREFIX"):
+        return Path(os.environ["CTXLAB_HUB_PREFIX"]) / "ngshare-env" / "bin" / "python"
+    return REPO / ".venv-ngshare" / "bin" / "python"
 
 
 def why_not_here() -> str | None:
@@ -64,9 +79,9 @@ def why_not_here() -> str | None:
         return "the hub test creates local Unix users: it needs root with useradd and runuser (CI has both)"
     if why_no_hub():
         return why_no_hub()
-    if not NGSHARE_PYTHON.is_file():
-        return (f"ngshare's environment is missing ({NGSHARE_PYTHON}): python3 -m venv .venv-ngshare && "
-                ".venv-ngshare/bin/pip install -r hub/ngshare/requirements.txt (as .ci/run does)")
+    if not ngshare_python().is_file():
+        return (f"ngshare's environment is missing ({ngshare_python()}): `/usr/bin/python3 hub/install.py PREFIX` "
+                "makes PREFIX/ngshare-env (run the test with CTXLAB_HUB_PREFIX=PREFIX, as .ci/run does)")
     return None
 
 
@@ -83,8 +98,13 @@ def machine():
     here = None
     try:
         here = Machine(base, shared_environment(base))
+        python = ngshare_python()
+        if python == REPO / ".venv-ngshare" / "bin" / "python":  # the checkout's: lay it out for every user
+            python = lay_out(python.parents[1], base / "opt" / "ngshare-env") / "bin" / "python"
+        here.add_system_user(NGSHARE_USER)
         port = free_port()
-        here.env.update(CTXLAB_NGSHARE_PYTHON=str(NGSHARE_PYTHON), CTXLAB_NGSHARE_PORT=str(port),
+        here.env.update(CTXLAB_NGSHARE_PYTHON=str(python), CTXLAB_NGSHARE_PORT=str(port),
+                        CTXLAB_NGSHARE_USER=NGSHARE_USER, CTXLAB_NGSHARE_DATA=str(base / "ngshare-store"),
                         CTXLAB_NGSHARE_URL=f"http://127.0.0.1:{port}/services/ngshare")
         yield here
     finally:
@@ -232,3 +252,27 @@ def test_ngshare_listens_on_loopback_only(course, machine):
             if fields[3] == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
                 listening.append(address)
     assert listening == ["0100007F"], f"ngshare listens on {listening} (0100007F is 127.0.0.1)"
+
+
+def test_ngshare_runs_as_its_own_user_who_alone_can_read_its_store(course, machine):
+    """The hub runs as root; ngshare, which holds every submission and feedback, runs as the system
+    user named by CTXLAB_NGSHARE_USER, and its store is that user's alone."""
+    store = Path(machine.env["CTXLAB_NGSHARE_DATA"])
+    owner = pwd.getpwnam(NGSHARE_USER)
+    running = []
+    for process in Path("/proc").iterdir():
+        try:
+            command = (process / "cmdline").read_bytes().split(b"\0")
+            status = (process / "status").read_text(encoding="ascii")
+        except OSError:
+            continue
+        if any(part.endswith(b"serve.py") for part in command) and str(store).encode() in b" ".join(command):
+            uids = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
+            running.append(set(map(int, uids)))
+    assert running == [{owner.pw_uid}], f"ngshare runs as {running}, not as {NGSHARE_USER} ({owner.pw_uid}) alone"
+    for path in [store, *store.rglob("*")]:
+        assert path.lstat().st_uid == owner.pw_uid, f"{path} is not {NGSHARE_USER}'s"
+    assert store.stat().st_mode & 0o777 == 0o700
+    assert (store / "ngshare.db").is_file() and any((store / "files").iterdir()), "ngshare kept nothing in its store"
+    looked = machine.run_as(ANA, "ls", str(store), check=False)
+    assert looked.returncode != 0, f"a learner listed ngshare's store: {looked.stdout}"

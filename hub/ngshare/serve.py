@@ -7,7 +7,7 @@ reaches it on loopback, and a service is restarted by the hub. This launcher run
 ``main`` with its arguments, listening only on the service URL's host (``127.0.0.1`` from
 ``hub/jupyterhub_config.py``) and with auto-reload off. Run it with ngshare's Python:
 
-    .venv-ngshare/bin/python hub/ngshare/serve.py --admins teacher --storage ... --database ...
+    /opt/ctxlab-hub/ngshare-env/bin/python hub/ngshare/serve.py --admins teacher --storage ... --database ...
 """
 
 from __future__ import annotations
