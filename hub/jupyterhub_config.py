@@ -287,7 +287,11 @@ SINGLEUSER = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
 c.Spawner.cmd = SINGLEUSER
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
-c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(EXCHANGE),
+# One environment for everyone: in a server's terminals `python`, `nbgrader` and `jupyter` are the
+# hub's, so instructors release and grade with it (`python -m autograder ...` in the course root,
+# a checkout) and never build a second one.
+SERVER_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH") or "/usr/bin:/bin"])
+c.Spawner.environment = {"CTXLAB_COURSE_ID": COURSE_ID, "CTXLAB_EXCHANGE": str(EXCHANGE), "PATH": SERVER_PATH,
                          **({"CTXLAB_NGSHARE_URL": NGSHARE_URL} if NGSHARE_URL else {})}
 
 

@@ -932,3 +932,27 @@ def test_a_learners_server_runs_under_its_memory_limit(course):
 
     assert address_space(ANA) == str(4096 * 1024 * 1024)
     assert address_space(TEACHER) == "unlimited"
+
+
+def test_an_instructors_terminal_runs_the_hubs_environment(course, machine):
+    """One environment: the running servers put the hub's environment first on PATH, so an
+    instructor's `python -m autograder` and `nbgrader` in a terminal are the hub's, and release
+    runs with it from a checkout as the course root."""
+    if course["hub"] is None:
+        pytest.skip(f"JupyterHub could not start here: {course['reason']}")
+    found = subprocess.run(["pgrep", "-u", TEACHER, "-f", "jupyterhub-singleuser"], capture_output=True, text=True,
+                           check=False).stdout.split()
+    assert found, "no server running for the instructor"
+    environ = dict(item.split(b"=", 1) for item in Path(f"/proc/{found[0]}/environ").read_bytes().split(b"\0") if b"=" in item)
+    assert environ[b"PATH"].decode().split(os.pathsep)[0] == str(machine.bin), environ[b"PATH"]
+    checkout = machine.base / "checkout"
+    shutil.copytree(REPO / "autograder", checkout / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("solutions", "course"):
+        shutil.copytree(REPO / folder / LESSON, checkout / folder / LESSON)
+    shutil.copy(REPO / "nbgrader_config.py", checkout)
+    subprocess.run(["chown", "-R", TEACHER, str(checkout)], check=True)
+    released = machine.run_as(TEACHER, str(machine.bin / "python"), "-m", "autograder", "release", LESSON,
+                              cwd=checkout, check=False)
+    assert released.returncode == 0, released.stderr[-3000:]
+    again = (checkout / "course" / LESSON / NOTEBOOK).read_bytes()
+    assert again == (REPO / "course" / LESSON / NOTEBOOK).read_bytes(), "the hub's environment released another notebook"

@@ -58,6 +58,8 @@ def test_an_instructor_gets_a_course_root_in_their_home_and_a_learner_gets_none(
     assert "CTXLAB_COURSE_ROOT" not in learner.environment
     assert learner.environment["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0].endswith("hub/learner")
     assert (tmp_path / "exchange").stat().st_mode & 0o7777 == 0o1777
+    first = namespace["c"].Spawner.environment["PATH"].split(os.pathsep)[0]
+    assert first == str(Path(sys.executable).parent)  # the hub's environment: one for everyone
 
 
 def test_a_shared_root_needs_the_instructors_group(tmp_path, monkeypatch):
