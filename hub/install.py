@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 HUB_FILES = ("jupyterhub_config.py", "learner_view.py", "exchange", "learner", "ngshare")
 NGSHARE_EXCHANGE = "ngshare-exchange==0.5.3"  # without its dependencies: the Makefile says why
-HUB_PACKAGES = ("jupyterhub", "jupyterhub-idle-culler")  # pinned in requirements-dev.txt
+HUB_PACKAGES = ("jupyterhub", "jupyterhub-idle-culler", "jupyterhub-ltiauthenticator")  # pinned in requirements-dev.txt
 
 
 def _pip(python: Path | str, *args: str) -> None:

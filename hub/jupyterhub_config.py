@@ -9,7 +9,8 @@ At each start it checks, as a learner, that no learner can read a hidden test or
 this course in any folder it or the servers use, and refuses to start otherwise
 (``learner_view.py``).
 
-Everyone logs in with their Unix account (PAM) and gets their own JupyterLab server, started
+Everyone logs in as their Unix account (with its password, PAM, or through the school's LMS
+with LTI 1.3: ``CTXLAB_AUTH=lti13``) and gets their own JupyterLab server, started
 as that user from the same Python environment as the hub, so learners have ``ctxlab`` and the
 course's pinned packages. Two groups decide the role:
 
@@ -43,6 +44,10 @@ variable                     default                             what it is
 ``CTXLAB_IDLE_TIMEOUT``      ``3600``                            seconds before an idle server is stopped (0: never)
 ``CTXLAB_MEMORY_MB``         ``4096``                            memory each process of a learner's server may map
 ``CTXLAB_HUB_DATA``          ``/srv/jupyterhub``                 the hub's database and cookie secret
+``CTXLAB_AUTH``              ``pam``                             ``lti13``: log in through the LMS (LTI 1.3)
+``CTXLAB_LTI_ISSUER``        (none)                              with ``lti13``: the LMS's issuer, and its
+``CTXLAB_LTI_CLIENT_ID``     (none)                              client id(s), ``_AUTHORIZE_URL``,
+``CTXLAB_LTI_JWKS_URL``      (none)                              ``_JWKS_URL`` and ``_USERNAME_KEY``
 ``CTXLAB_NGSHARE_PYTHON``    (none)                              ngshare's Python: the exchange service
 ``CTXLAB_NGSHARE_PORT``      ``10101``                           where the hub runs ngshare (loopback)
 ``CTXLAB_NGSHARE_USER``      ``ctxlab-ngshare``                  the system user ngshare runs as (hub as root)
@@ -175,7 +180,66 @@ c.JupyterHub.db_url = f"sqlite:///{DATA / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(DATA / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(DATA / "jupyterhub-proxy.pid")
 
-c.JupyterHub.authenticator_class = "pam"
+# How people log in: with their Unix password (PAM), or through the school's LMS with LTI 1.3
+# (CTXLAB_AUTH=lti13): the LMS signs a launch for the person and the hub checks the signature
+# against the LMS's published keys. Either way only the listed users get in, and the lists, not
+# the LMS's roles, decide who is an instructor: a role changed in the LMS changes nothing here.
+AUTH = os.environ.get("CTXLAB_AUTH", "pam")
+LTI_SETTINGS = ("ISSUER", "CLIENT_ID", "AUTHORIZE_URL", "JWKS_URL")
+
+
+def _lti_settings() -> dict[str, str]:
+    """The LMS's LTI 1.3 settings from ``CTXLAB_LTI_*``, after checking each is given and safe."""
+    given = {name: os.environ.get(f"CTXLAB_LTI_{name}", "").strip() for name in LTI_SETTINGS}
+    missing = [f"CTXLAB_LTI_{name}" for name, value in given.items() if not value]
+    if missing:
+        raise SystemExit(f"CTXLAB_AUTH=lti13 needs {', '.join(missing)}: the LMS shows them when the hub is "
+                         "registered there as an LTI 1.3 tool (hub/README.md, \"Logging in through the LMS\")")
+    for name in ("ISSUER", "AUTHORIZE_URL", "JWKS_URL"):
+        parsed = urlparse(given[name])
+        on_this_machine = parsed.hostname in ("127.0.0.1", "localhost", "::1")
+        if parsed.scheme != "https" and not (parsed.scheme == "http" and on_this_machine):
+            raise SystemExit(f"CTXLAB_LTI_{name}={given[name]} must be an https:// URL (http:// only on this "
+                             "machine): the keys and launches it carries decide who logs in")
+    return given
+
+
+if AUTH == "lti13":
+    from ltiauthenticator.lti13.auth import LTI13Authenticator
+    from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+
+    class LaunchOnlyLTI13Authenticator(LTI13Authenticator):
+        """The LTI 1.3 authenticator, taking a user only from a launch whose signature it checked.
+
+        jupyterhub-ltiauthenticator 1.6.3 also answers the hub's own login form: its
+        ``authenticate`` takes the user name from whatever the form posts (``sub=NAME`` logs in
+        as NAME, with no signature; ``tests/test_hub_lti.py`` tries it). Only its launch
+        callback, which verifies the LMS's signature, state and nonce, may log anyone in.
+        """
+
+        async def authenticate(self, handler, data=None):
+            if not isinstance(handler, LTI13CallbackHandler):
+                self.log.warning("refused a login that was not a signed LTI launch (%s)", type(handler).__name__)
+                return None
+            return await super().authenticate(handler, data)
+
+    LTI = _lti_settings()
+    c.JupyterHub.authenticator_class = LaunchOnlyLTI13Authenticator
+    c.LTI13Authenticator.issuer = LTI["ISSUER"]
+    c.LTI13Authenticator.client_id = {part.strip() for part in LTI["CLIENT_ID"].split(",") if part.strip()}
+    c.LTI13Authenticator.authorize_url = LTI["AUTHORIZE_URL"]
+    c.LTI13Authenticator.jwks_endpoint = LTI["JWKS_URL"]
+    # the launch's claim holding the person's Unix login: a custom field the LMS fills in
+    c.LTI13Authenticator.username_key = os.environ.get("CTXLAB_LTI_USERNAME_KEY", "custom_unix_user")
+    c.LTI13Authenticator.tool_name = "Context Window Lab"
+    c.LTI13Authenticator.tool_description = "The course's JupyterLab, one per person, with nbgrader"
+    # The LMS posts the signed launch back from its own site: the hub's cookies that check it
+    # (state, nonce) must come with that cross-site POST, so they are SameSite=None, and so Secure.
+    c.JupyterHub.tornado_settings = {"cookie_options": {"samesite": "None", "secure": True}}
+elif AUTH == "pam":
+    c.JupyterHub.authenticator_class = "pam"
+else:
+    raise SystemExit(f"CTXLAB_AUTH={AUTH}: use pam (Unix passwords, the default) or lti13 (through the LMS)")
 c.Authenticator.allowed_users = INSTRUCTORS | LEARNERS
 # Only the users listed now may log in: one taken off CTXLAB_LEARNERS is out at the next start,
 # although the hub's database remembers them. The hub's admins are named, never implied.

@@ -352,3 +352,31 @@ def test_a_learners_server_and_kernels_have_a_memory_limit(tmp_path, monkeypatch
     assert teacher.cmd is None  # staff run the grader and make release in their servers
     unlimited = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody", MEMORY_MB="0")
     assert spawned(unlimited, "nobody").cmd is None
+
+
+LTI_SETTINGS = {"AUTH": "lti13", "LTI_ISSUER": "https://canvas.instructure.com", "LTI_CLIENT_ID": "10000000001, 2",
+                "LTI_AUTHORIZE_URL": "https://canvas.example.edu/api/lti/authorize_redirect",
+                "LTI_JWKS_URL": "https://sso.canvaslms.com/api/lti/security/jwks"}
+
+
+def test_logging_in_through_the_lms_is_configured_from_the_environment(tmp_path, monkeypatch):
+    namespace = load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, LEARNERS="nobody", **LTI_SETTINGS)
+    config = namespace["c"]
+    assert config.JupyterHub.authenticator_class.__name__ == "LaunchOnlyLTI13Authenticator"
+    assert config.LTI13Authenticator.client_id == {"10000000001", "2"}
+    assert config.LTI13Authenticator.jwks_endpoint == LTI_SETTINGS["LTI_JWKS_URL"]
+    assert config.LTI13Authenticator.username_key == "custom_unix_user"
+    assert config.Authenticator.allowed_users == {ME.pw_name, "nobody"}  # the lists still decide
+    assert config.JupyterHub.tornado_settings["cookie_options"] == {"samesite": "None", "secure": True}
+    assert load(tmp_path / "pam", monkeypatch, INSTRUCTORS=ME.pw_name, AUTH="pam")["c"].JupyterHub.authenticator_class == "pam"
+
+
+@pytest.mark.parametrize("change, refusal", [
+    ({"LTI_JWKS_URL": ""}, r"CTXLAB_AUTH=lti13 needs CTXLAB_LTI_JWKS_URL: the LMS shows them"),
+    ({"LTI_ISSUER": "", "LTI_CLIENT_ID": ""}, r"needs CTXLAB_LTI_ISSUER, CTXLAB_LTI_CLIENT_ID"),
+    ({"LTI_JWKS_URL": "http://lms.example/jwks"}, r"CTXLAB_LTI_JWKS_URL=http://lms.example/jwks must be an https:// URL"),
+    ({"AUTH": "ldap"}, r"CTXLAB_AUTH=ldap: use pam .* or lti13"),
+])
+def test_an_lms_login_that_cannot_be_trusted_is_refused(tmp_path, monkeypatch, change, refusal):
+    with pytest.raises(SystemExit, match=refusal):
+        load(tmp_path, monkeypatch, INSTRUCTORS=ME.pw_name, **{**LTI_SETTINGS, **change})
