@@ -20,7 +20,9 @@ the JSON that was sent:
 Keys that only steer sampling or delivery (``temperature``, ``stream``, ``max_tokens``, ...) cost
 nothing. A key this module does not know (the API gains new ones every few months) is left out
 of the count with an :class:`UnknownKeyWarning` that names it, since what it adds to the bill is
-not known; ``strict=True`` refuses it instead.
+not known; ``strict=True`` refuses it instead. An image whose size cannot be read (one given by
+an ``https://`` URL) is counted at the most an image can cost the model, with an
+:class:`UpperBoundWarning`: the count is then at or above the bill, never below.
 How close this lands is measured on recorded bills by ``tests/test_billing.py`` and
 ``bench/bench_counting.py``; the constants named here were measured there, not published.
 
@@ -41,12 +43,12 @@ import tiktoken
 
 from .calls import PARALLEL_CALL, parallel_arguments
 from .errors import MessageError
-from .images import image_cost
+from .images import image_cost, image_cost_ceiling
 from .parts import image_size
 from .tokens import RESULT_AUTHOR, TOKENS_PER_MESSAGE, count_message, count_messages, encoding
 from .tool_text import GPT5_TOOL_PREAMBLE, TOOL_BLOCK_ADJUSTMENT, tool_block
 
-__all__ = ["FREE_KEYS", "UNPRICED_KEYS", "UnknownKeyWarning", "count_request", "encoding_name_for", "escapes_non_ascii",
+__all__ = ["FREE_KEYS", "UNPRICED_KEYS", "UnknownKeyWarning", "UpperBoundWarning", "count_request", "encoding_name_for", "escapes_non_ascii",
            "parallel_results_text"]
 
 FREE_KEYS = frozenset({
@@ -71,6 +73,13 @@ class UnknownKeyWarning(UserWarning):
     """:func:`count_request` left a request key, or a tool of a type it cannot render, out of its
     count: the message names it and why. The count then falls short of the bill by whatever
     that part adds."""
+
+
+class UpperBoundWarning(UserWarning):
+    """:func:`count_request` counted an image given by URL at the most an image can cost the
+    model (:func:`ctxlab.images.image_cost_ceiling`), since its size cannot be known offline:
+    the count is an upper bound, and the bill may be lower. A budget built on it stays safe; to
+    count exactly, send the image as a ``data:`` URL, whose size is read."""
 
 
 def encoding_name_for(model: str) -> str:
@@ -130,7 +139,12 @@ def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
     if not isinstance(messages, list) or not messages:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")
     enc = encoding(encoding_name_for(request["model"]))
-    messages, images = _images_apart(messages, request["model"])
+    messages, images, bounded = _images_apart(messages, request["model"])
+    if bounded:
+        warnings.warn(UpperBoundWarning(
+            f"{bounded} image(s) counted at the most an image can cost {request['model']}, since their size "
+            "cannot be read offline (given by URL): the count is an upper bound and the bill may be lower; "
+            "send an image as a data: URL to count it exactly"), stacklevel=2)
     tools = _functions(request, strict)
     # The system message carries the tool block, then the response format (harmony's order).
     appended = [tool_block(tools)] if tools else []
@@ -157,14 +171,11 @@ TOOL_CHOICE_TOKENS = {None: 0, "auto": 0, "none": -3, "required": -2}
 """What the other ``tool_choice`` values add (measured on recorded requests)."""
 
 
-UNKNOWN_IMAGE_SIZE = (1024, 1024)
-"""The size assumed for an image given by a remote URL, whose size cannot be known offline."""
-
-
-def _images_apart(messages: list, model: str) -> tuple[list, int]:
-    """The messages without the image parts of user messages, and what those images cost
-    ``model`` (by :func:`ctxlab.images.image_cost`)."""
-    kept, cost = [], 0
+def _images_apart(messages: list, model: str) -> tuple[list, int, int]:
+    """The messages without the image parts of user messages, what those images cost ``model``
+    (by :func:`ctxlab.images.image_cost`), and how many of them were given by a URL whose size
+    cannot be read, and so counted at the most an image can cost."""
+    kept, cost, bounded = [], 0, 0
     for message in messages:
         if isinstance(message, Mapping) and message.get("role") == "user" and isinstance(message.get("content"), list):
             content = message["content"]
@@ -172,13 +183,17 @@ def _images_apart(messages: list, model: str) -> tuple[list, int]:
             for part in content:
                 image = part.get("image_url") if isinstance(part, Mapping) and part.get("type") == "image_url" else None
                 if isinstance(image, Mapping) and isinstance(image.get("url"), str):
-                    size = image_size(image["url"]) or UNKNOWN_IMAGE_SIZE
-                    cost += image_cost(model, *size, detail=image.get("detail") or "auto")
+                    detail, size = image.get("detail") or "auto", image_size(image["url"])
+                    if size is None:
+                        cost += image_cost_ceiling(model, detail)
+                        bounded += 1
+                    else:
+                        cost += image_cost(model, *size, detail=detail)
                 else:
                     parts.append(part)
             message = {**message, "content": parts}
         kept.append(message)
-    return kept, cost
+    return kept, cost, bounded
 
 
 def _legacy_choice(function_call: Any) -> Any:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["TILE_RULES", "PATCH_RULES", "image_cost", "image_rule"]
+__all__ = ["TILE_RULES", "PATCH_RULES", "MAX_TILES", "image_cost", "image_cost_ceiling", "image_rule"]
 
 TILE_RULES: dict[str, tuple[int, int]] = {
     "gpt-4o-mini": (2833, 5667),
@@ -49,6 +49,9 @@ PATCH_RULES: dict[str, float] = {
 """The multiplier of the patch-priced families, by model name prefix."""
 
 MAX_PATCHES = 1536
+MAX_TILES = 8
+"""The most 512 x 512 tiles an image can cover once scaled: its shorter side at most 768 (2
+tiles) and its longer at most 2048 (4 tiles), as a 768 x 2048 image does."""
 DETAILS = ("auto", "low", "high")
 
 
@@ -101,3 +104,19 @@ def image_cost(model: str, width: int, height: int, detail: str = "auto") -> int
         return math.ceil(round(_patches(width, height) * rule, 6))  # 300 x 1.62 is 486, not 487
     base, tile = rule
     return base if detail == "low" else base + tile * _tiles(width, height)
+
+
+def image_cost_ceiling(model: str, detail: str = "auto") -> int:
+    """The most one image of any size can cost ``model``: what an image whose size is not known
+    (one given by URL) is counted at, so that a budget built on it stays safe.
+
+    >>> image_cost_ceiling("gpt-4o"), image_cost_ceiling("gpt-4o", "low"), image_cost_ceiling("gpt-4.1-mini")
+    (1445, 85, 2489)
+    """
+    if detail not in DETAILS:
+        raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    kind, rule = image_rule(model)
+    if kind == "patches":
+        return math.ceil(round(MAX_PATCHES * rule, 6))
+    base, tile = rule
+    return base if detail == "low" else base + tile * MAX_TILES

@@ -17,8 +17,8 @@ part                      roles               tokens
                                               The size is read from a ``data:`` URL (PNG,
                                               JPEG, GIF, WebP); for any other URL it is not
                                               known and the part costs ``unknown_image``
-                                              (default :data:`UNKNOWN_IMAGE_TOKENS`, a
-                                              1024 x 1024 image at high detail)
+                                              (default :data:`UNKNOWN_IMAGE_TOKENS`, the
+                                              most an image can cost by this rule: 8 tiles)
 ``input_audio``           user                10 tokens per second of audio (an estimate:
                                               the rate is not published); the length is read
                                               from a WAV header, else estimated from the
@@ -59,8 +59,9 @@ PART_ROLES: dict[str, tuple[str, ...]] = {
 }
 """Each content part type ctxlab accepts, and the roles whose messages may hold it."""
 
-UNKNOWN_IMAGE_TOKENS = 765
-"""What an image of unknown size costs at high or auto detail: a 1024 x 1024 image."""
+UNKNOWN_IMAGE_TOKENS = 1445
+"""What an image of unknown size costs at high or auto detail: the most any image can cost by
+the gpt-4o rule (85 + 170 x 8 tiles, as a 768 x 2048 image), so that a budget stays safe."""
 
 AUDIO_TOKENS_PER_SECOND = 10
 """The estimate for audio input, in tokens per second."""

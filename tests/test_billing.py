@@ -62,8 +62,9 @@ def _audio(recorded) -> bool:
 # each leaves off their bill. Each reason is a rule a later step adds; the counts pin the list so
 # that it only shrinks.
 PENDING = {
-    "an image by remote URL: its size cannot be known offline (counted as 1024 x 1024)": (
-        _remote_images, {"plain": 7, "tools": 2, "format": 0}),
+    "an image by remote URL: its size cannot be known offline, so it is counted at the most an image "
+    "can cost the model, an upper bound (test_an_image_by_url_is_counted_at_or_above_its_bill)": (
+        _remote_images, {"plain": 8, "tools": 2, "format": 0}),
     "keys no published rule prices: prediction (billed as output, yet the bill's input grows), "
     "web_search_options (search models bill their own prompt)": (_unpriced, {"plain": 3, "tools": 0, "format": 0}),
     "audio input: the per-second rate is not published": (_audio, {"plain": 1, "tools": 0, "format": 0}),
@@ -124,6 +125,7 @@ def _count(recorded) -> int | str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ctxlab.billing.UnknownKeyWarning)
+            warnings.simplefilter("ignore", ctxlab.billing.UpperBoundWarning)
             return ctxlab.count_request(recorded.request)
     except (ValueError, TypeError) as err:
         return f"refused: {err}"
@@ -546,3 +548,44 @@ def test_the_accuracy_the_docs_state_is_the_one_measured(everything):
         assert re.search(rf"\b{landed} of {len(kinds[kind])} (requests )?{label}", readme), (
             f"README.md should say {landed} of {len(kinds[kind])} {label}")
     assert f"Checked against {len(everything):,} real recorded requests" in readme
+
+
+def test_an_image_by_url_is_counted_at_or_above_its_bill(everything):
+    """An image whose size cannot be read is counted at the most an image can cost the model,
+    and says so: on every recorded request with one, of both files and the real runs, the
+    count is an upper bound of the bill."""
+    recordings.require(recordings.more_available())
+    every = everything + list(recordings.shared(recordings.MORE))
+    checked = 0
+    for recorded in every:
+        try:
+            if not _remote_images(recorded):
+                continue
+        except TypeError:  # an image_url given as a bare string, which the counter refuses (MORE_OFF)
+            continue
+        with pytest.warns(ctxlab.billing.UpperBoundWarning, match=r"counted at the most an image can cost"), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore", ctxlab.billing.UnknownKeyWarning)
+            counted = ctxlab.count_request(recorded.request)
+        assert counted >= recorded.billed, f"{recorded.label} ({recorded.model}): {counted} < {recorded.billed}"
+        checked += 1
+    assert checked >= 14, checked
+
+
+def test_an_image_by_url_costs_the_ceiling_of_its_model_and_detail():
+    def request(model: str, detail: str | None, url: str = "https://example.com/cat.png") -> dict:
+        image = {"url": url} | ({"detail": detail} if detail else {})
+        return {"model": model, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": image}]}]}
+
+    text_only = {"model": "gpt-4o", "messages": [{"role": "user", "content": []}]}
+    base = ctxlab.count_request(text_only)
+    for model, detail, ceiling in (("gpt-4o", None, 85 + 170 * 8), ("gpt-4o", "low", 85),
+                                   ("gpt-4o-mini", "high", 2833 + 5667 * 8), ("gpt-4.1-mini", None, 2489)):
+        with pytest.warns(ctxlab.billing.UpperBoundWarning, match=rf"1 image\(s\) counted at the most .* {model}"):
+            counted = ctxlab.count_request(request(model, detail))
+        assert counted - base == ceiling == ctxlab.images.image_cost_ceiling(model, detail or "auto"), model
+    png = "data:image/png;base64," + base64.b64encode(
+        b"\x89PNG\r\n\x1a\n" + b"\0\0\0\rIHDR" + struct.pack(">II", 640, 480)).decode()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a data: image is sized exactly, with no warning
+        assert ctxlab.count_request(request("gpt-4o", None, png)) - base == ctxlab.images.image_cost("gpt-4o", 640, 480)

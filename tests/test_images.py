@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctxlab.images import _patches, image_cost, image_rule
+from ctxlab.images import (
+    PATCH_RULES,
+    TILE_RULES,
+    _patches,
+    image_cost,
+    image_cost_ceiling,
+    image_rule,
+)
 
 
 def test_tile_rule_matches_the_published_examples():
@@ -36,3 +45,18 @@ def test_dated_model_names_and_unknown_models():
         image_rule("davinci-002")
     with pytest.raises(ValueError, match="detail"):
         image_cost("gpt-4o", 10, 10, detail="medium")
+
+
+@settings(max_examples=300, deadline=None)
+@given(width=st.integers(1, 20_000), height=st.integers(1, 20_000), model=st.sampled_from(sorted({*TILE_RULES, *PATCH_RULES})),
+       detail=st.sampled_from(["auto", "low", "high"]))
+def test_no_image_costs_more_than_the_ceiling(width, height, model, detail):
+    assert image_cost(model, width, height, detail) <= image_cost_ceiling(model, detail)
+
+
+@pytest.mark.parametrize("model", sorted({*TILE_RULES, *PATCH_RULES}))
+def test_the_ceiling_is_what_some_image_costs(model):
+    # 768 x 2048 covers the most tiles (2 x 4); 1536 x 1024 makes the most patches (48 x 32)
+    largest = max(image_cost(model, 768, 2048), image_cost(model, 1536, 1024))
+    assert image_cost_ceiling(model) == largest
+    assert image_cost_ceiling(model, "low") == image_cost(model, 768, 2048, "low")
