@@ -1,7 +1,7 @@
 """ctxlab: short-term memory for LLM agents, done right; the library of Context Window Lab.
 
 Token counts with the model's own tokenizer, offline, as the API bills them (within max(2%, 3
-tokens) of the bill for 1,209 of 1,233 recorded requests: ``tests/test_billing.py``), trimming
+tokens) of the bill for 1,597 of 1,642 recorded requests: ``tests/test_billing.py``), trimming
 that never orphans a tool result or drops a pin, roll-up summaries, a bounded scratchpad,
 age-based compression of tool results, and the context assembler that puts them together.
 The names here (``ctxlab.__all__``) are what an agent builder needs; each module keeps its

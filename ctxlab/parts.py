@@ -14,6 +14,7 @@ part                      roles               tokens
                                               85; ``"high"`` and ``"auto"`` are 85 + 170 per
                                               512-pixel tile of the image scaled to fit
                                               2048 x 2048 and then to a shortest side of 768.
+                                              ``image_url`` may also be the URL alone.
                                               The size is read from a ``data:`` URL (PNG,
                                               JPEG, GIF, WebP); for any other URL it is not
                                               known and the part costs ``unknown_image``
@@ -46,6 +47,7 @@ __all__ = [
     "UNKNOWN_IMAGE_TOKENS",
     "AUDIO_TOKENS_PER_SECOND",
     "image_tokens",
+    "image_reference",
     "image_size",
     "part_problem",
     "part_tokens",
@@ -194,6 +196,8 @@ def part_problem(part: Any, role: str, where: str = "part") -> str | None:
         return f"{where}: a {kind} part needs a {kind!r} string"
     if kind == "image_url":
         image = part.get("image_url")
+        if isinstance(image, str):  # the shorthand the API also takes: the URL alone, at detail "auto"
+            return None
         if not isinstance(image, Mapping) or not isinstance(image.get("url"), str):
             return f"{where}: an image_url part needs 'image_url': {{'url': str, 'detail': 'auto'|'low'|'high'}}"
         if image.get("detail", "auto") not in _DETAILS:
@@ -205,6 +209,17 @@ def part_problem(part: Any, role: str, where: str = "part") -> str | None:
         if audio.get("format") not in _AUDIO_FORMATS:
             return f"{where}: audio format must be one of {', '.join(_AUDIO_FORMATS)}, got {audio.get('format')!r}"
     return None
+
+
+def image_reference(part: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An ``image_url`` part's ``{"url": ..., "detail": ...}``, also when the part gives the URL
+    alone (``{"type": "image_url", "image_url": "https://..."}``, a shorthand the API takes).
+
+    >>> image_reference({"type": "image_url", "image_url": "https://x/y.png"})
+    {'url': 'https://x/y.png'}
+    """
+    image = part["image_url"]
+    return {"url": image} if isinstance(image, str) else image
 
 
 def part_tokens(part: Mapping[str, Any], encode: Callable[[str], int], unknown_image: int | None = None) -> int:
@@ -219,7 +234,7 @@ def part_tokens(part: Mapping[str, Any], encode: Callable[[str], int], unknown_i
     if kind in ("text", "refusal"):
         return encode(part.get(kind, ""))
     if kind == "image_url":
-        image = part["image_url"]
+        image = image_reference(part)
         detail = image.get("detail") or "auto"
         if detail == "low":
             return IMAGE_BASE_TOKENS

@@ -409,7 +409,7 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
 
     >>> count_tools([{"type": "function", "function": {"name": "search_logs",
     ...     "description": "Search the logs", "parameters": {"type": "object", "properties": {}}}}])
-    32
+    31
     """
     if not tools:
         return 0

@@ -134,7 +134,7 @@ SPECS = [
 MEASURED_TOKENS: dict[str, dict[str, int]] = {
     "incident": {"messages": 23673, "tool_results": 21790, "largest_message": 2966, "tools": 615},
     "refund": {"messages": 4866, "tool_results": 3622, "largest_message": 1152, "tools": 538},
-    "coding": {"messages": 25961, "tool_results": 23220, "largest_message": 3631, "tools": 321},
+    "coding": {"messages": 25961, "tool_results": 23220, "largest_message": 3631, "tools": 317},
     "research": {"messages": 44627, "tool_results": 41711, "largest_message": 2504, "tools": 260},
     "parallel": {"messages": 6250, "tool_results": 4570, "largest_message": 395, "tools": 601},
 }

@@ -38,7 +38,8 @@ def _remote_images(recorded) -> bool:
     """An image given by URL: its size, and so its price, cannot be known offline."""
     return any(
         isinstance(message.get("content"), list)
-        and any(part.get("type") == "image_url" and not part["image_url"]["url"].startswith("data:")
+        and any(part.get("type") == "image_url"
+                and not ctxlab.parts.image_reference(part)["url"].startswith("data:")
                 for part in message["content"])
         for message in recorded.request["messages"]
     )
@@ -83,7 +84,6 @@ PENDING = {
 # - sublayer's nested objects under a named tool_choice (-5, -9): the other seven tool sets
 #   with a nested object land between -4 and +6, with no pattern in the nesting;
 UNEXPLAINED = frozenset({
-    "crewAIInc/crewAI lib/crewai/tests/cassettes/agents/TestAzureNativeToolCalling.test_azure_agent_with_native_tool_calling.yaml #1",  # gpt-5-nano-2025-08-07: +8
     "tmc/langchaingo agents/testdata/TestExecutorWithOpenAIFunctionAgent.httprr #0",  # gpt-4: -8
     "tmc/langchaingo agents/testdata/TestExecutorWithOpenAIFunctionAgent.httprr #2",  # gpt-4: -9
     "Future-House/ldp packages/lmi/tests/cassettes/TestTooling.test_custom_tool_parser_from_config.yaml #0",  # gpt-4o-mini-2024-07-18: +4
@@ -176,76 +176,35 @@ def test_requests_land_on_their_bill(everything, kind):
 
 
 # The requests of the second shared file (projects the rules were not fitted on) that are off
-# their bill as things stand, each with its model, its kind and how far off it is (counted -
-# billed) or why it is refused. Issue 58 brings them onto their bill: a fix shows up as a label
-# that must leave this table.
+# their bill, each with its model, its kind and how far off it is (counted - billed) or why it
+# is refused. The harmony rules, one-line nested objects and empty parameters (ctxlab/billing.py,
+# ctxlab/tool_text.py) took 43 of the 65 listed before them off this table: a fix shows up as a
+# label that must leave it. The images by URL are upper bounds, checked as such below.
 MORE_OFF = {
-    "DataDog/dd-trace-py tests/cassettes/openai/openai_chat_completions_post_3eb1f03d.yaml #0": "gpt-4o, plain: -340 on 1118",
+    "DataDog/dd-trace-py tests/cassettes/openai/openai_chat_completions_post_3eb1f03d.yaml #0": "gpt-4o, plain: +340 on 1118, an image by URL",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion.yaml #0": "gpt-3.5-turbo, plain: -4 on 57",
-    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_custom_tool_call.yaml #0": "gpt-5, tools: custom tool left out",
-    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_image_input.yaml #0": "gpt-4-vision-preview, plain: refused: message 0",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_custom_tool_call.yaml #0": "gpt-5, tools: -223 on 241, a custom tool left out",
+    "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_image_input.yaml #0": "gpt-4-vision-preview, plain: +340 on 1118, an image by URL",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_tool_call_follow_up.yaml #0": "gpt-3.5-turbo, plain: +20 on 143",
     "DataDog/dd-trace-py tests/contrib/openai/cassettes/v1/chat_completion_tool_call_streamed.yaml #0": "gpt-3.5-turbo, plain: -149 on 166",
     "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_multiple_agent_handoffs_with_chat_completions.yaml #0": "gpt-4o, tools: -4 on 117",
     "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_multiple_agent_handoffs_with_chat_completions.yaml #1": "gpt-4o, tools: -6 on 174",
     "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_multiple_agent_handoffs_with_chat_completions.yaml #2": "gpt-4o, plain: -8 on 151",
     "DataDog/dd-trace-py tests/contrib/openai_agents/cassettes/test_oai_agents_with_guardrail_spans.yaml #1": "gpt-4o, tools: -4 on 100",
-    "braintrustdata/braintrust-sdk-ruby test/fixtures/vcr_cassettes/openai/vision.yml #0": "gpt-4o-mini, plain: +17001 on 8513",
-    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-gpt-5-mini/tool.yaml #1": "gpt-5-mini, tools: -8 on 176",
-    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-gpt-5-mini/tool_streaming.yaml #1": "gpt-5-mini, tools: -8 on 176",
-    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-o4-mini/tool.yaml #1": "o4-mini, tools: -8 on 92",
-    "charmbracelet/fantasy providertests/testdata/TestAzureCommon/azure-o4-mini/tool_streaming.yaml #1": "o4-mini, tools: -8 on 92",
-    "charmbracelet/fantasy providertests/testdata/TestAzureThinking/azure-gpt-5-mini/thinking-streaming.yaml #1": "gpt-5-mini, tools: -8 on 176",
-    "charmbracelet/fantasy providertests/testdata/TestAzureThinking/azure-gpt-5-mini/thinking.yaml #1": "gpt-5-mini, tools: -8 on 176",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/multi_tool.yaml #1": "gpt-5, tools: -8 on 266",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/multi_tool_streaming.yaml #1": "gpt-5, tools: -8 on 262",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/tool.yaml #1": "gpt-5, tools: -8 on 176",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-gpt-5/tool_streaming.yaml #1": "gpt-5, tools: -8 on 176",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-o4-mini/tool.yaml #1": "o4-mini, tools: -11 on 95",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAICommon/openai-o4-mini/tool_streaming.yaml #1": "o4-mini, tools: -11 on 95",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/complex_object.yaml #0": "gpt-5, format: +5 on 156",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/complex_object_streaming.yaml #0": "gpt-5, format: +5 on 156",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/simple_object.yaml #0": "gpt-5, format: +5 on 95",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-gpt-5/simple_object_streaming.yaml #0": "gpt-5, format: +5 on 95",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/complex_object.yaml #0": "o4-mini, format: +5 on 156",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/complex_object_streaming.yaml #0": "o4-mini, format: +5 on 156",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/simple_object.yaml #0": "o4-mini, format: +5 on 95",
-    "charmbracelet/fantasy providertests/testdata/TestOpenAIObjectGeneration/openai-o4-mini/simple_object_streaming.yaml #0": "o4-mini, format: +5 on 95",
-    "llmrb/llm spec/fixtures/cassettes/openai/files/describe_freebsd_sysctl_3_pdf.yml #1": "gpt-4.1, plain: refused: message 2",
-    "llmrb/llm spec/fixtures/cassettes/openai/files/describe_freebsd_sysctl_4_pdf.yml #1": "gpt-4.1, plain: refused: message 0",
-    "lmnr-ai/lmnr-python tests/test_instrumentations/test_openai/traces/cassettes/test_vision/test_vision.yaml #0": "gpt-4-vision-preview, plain: +340 on 438",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #0": "gpt-4.1, tools: +7 on 87",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_a_select_amount_of_tools.yml #0": "gpt-4.1, tools: +4 on 96",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #0": "gpt-4.1, tools: +35 on 958",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-native_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_stdio-native_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-mcp-sdk_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-mcp-sdk_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-native_with_openai_gpt-4_1_with_tool_can_you_a_complex_tool.yml #1": "gpt-4.1, tools: +5 on 147",
-    "patvice/ruby_llm-mcp spec/fixtures/vcr_cassettes/with_streamable-native_with_openai_gpt-4_1_with_tools_adds_tools_to_the_chat.yml #1": "gpt-4.1, tools: +33 on 983",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_data_extraction.yaml #0": "gpt-5.4, format: +5 on 90",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_data_extraction.yaml #2": "gpt-5.4, format: -5 on 183",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_data_extraction.yaml #3": "gpt-5.4, plain: -5 on 171",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_completions_pdf_url.yaml #1": "gpt-5.4, plain: refused: message 0",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_images.yaml #0": "gpt-5.4, plain: +207 on 15",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_images.yaml #1": "gpt-5.4, plain: +543 on 108",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_pdf.yaml #1": "gpt-5.4, plain: refused: message 0",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #1": "gpt-5.4, tools: -8 on 177",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #10": "gpt-5.4, tools: -13 on 266",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #2": "gpt-5.4, tools: -10 on 207",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #3": "gpt-5.4, tools: -18 on 237",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #5": "gpt-5.4, tools: -8 on 168",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #7": "gpt-5.4, tools: -8 on 233",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations.yaml #9": "gpt-5.4, tools: -5 on 236",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations_async.yaml #1": "gpt-5.4, tools: -8 on 171",
-    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_tool_variations_async.yaml #3": "gpt-5.4, tools: -8 on 174",
-    "tidyverse/ellmer tests/testthat/_vcr/openai-image.yml #1": "gpt-4.1-mini, plain: +1542 on 145",
-    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #0": "gpt-4.1-nano, plain: refused: message 1",
-    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #1": "gpt-4.1-nano, plain: refused: message 1",
-    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #2": "gpt-4.1-nano, plain: refused: message 1",
+    "braintrustdata/braintrust-sdk-ruby test/fixtures/vcr_cassettes/openai/vision.yml #0": "gpt-4o-mini, plain: +39669 on 8513, an image by URL",
+    "llmrb/llm spec/fixtures/cassettes/openai/files/describe_freebsd_sysctl_3_pdf.yml #1": "gpt-4.1, plain: PDF",
+    "llmrb/llm spec/fixtures/cassettes/openai/files/describe_freebsd_sysctl_4_pdf.yml #1": "gpt-4.1, plain: PDF",
+    "lmnr-ai/lmnr-python tests/test_instrumentations/test_openai/traces/cassettes/test_vision/test_vision.yaml #0": "gpt-4-vision-preview, plain: +1020 on 438, an image by URL",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_completions_pdf_url.yaml #1": "gpt-5.4, plain: PDF",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_images.yaml #0": "gpt-5.4, plain: +207 on 15, a data: image",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_images.yaml #1": "gpt-5.4, plain: +1103 on 108, an image by URL",
+    "posit-dev/chatlas tests/_vcr/test_provider_openai_completions/test_openai_pdf.yaml #1": "gpt-5.4, plain: PDF",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-image.yml #1": "gpt-4.1-mini, plain: +2372 on 145, an image by URL",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #0": "gpt-4.1-nano, plain: PDF",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #1": "gpt-4.1-nano, plain: PDF",
+    "tidyverse/ellmer tests/testthat/_vcr/openai-pdf.yml #2": "gpt-4.1-nano, plain: PDF",
 }
+# PDF: a file part, refused, since its cost depends on the model's own parser.
 
 
 def test_the_second_file_is_off_its_bill_only_where_listed():
@@ -257,11 +216,46 @@ def test_the_second_file_is_off_its_bill_only_where_listed():
     assert not set(MORE_OFF) - off, f"now on their bill, drop them from MORE_OFF: {sorted(set(MORE_OFF) - off)}"
 
 
-def test_the_exceptions_are_at_most_two_percent_of_the_recordings(everything):
-    """The requests off their bill, whatever their reason, are at most 2% of every recording."""
-    off = [r.label for r in everything if not (isinstance(_count(r), int) and within(_count(r), r.billed))]
-    assert len(off) <= TOLERANCE * len(everything), (
-        f"{len(off)} of {len(everything)} recorded requests are off their bill, more than 2%:\n" + "\n".join(off))
+def _held(recorded) -> bool:
+    """On its bill, or, for a request with an image given by URL, an upper bound of it (the
+    counter says so, and a budget built on it stays safe)."""
+    counted = _count(recorded)
+    if not isinstance(counted, int):
+        return False
+    return within(counted, recorded.billed) or (_remote_images(recorded) and counted >= recorded.billed)
+
+
+FAMILIES = (("gpt-3.5", "gpt-3.5"), ("gpt-4o", "gpt-4o"), ("chatgpt-4o", "gpt-4o"), ("gpt-4.1", "gpt-4.1"),
+            ("gpt-4.5", "gpt-4.5"), ("gpt-4", "gpt-4"), ("gpt-5", "gpt-5"), ("o", "o-series"))
+
+
+def family(model: str) -> str:
+    """The model family a recorded request's model belongs to, by the first matching prefix."""
+    return next((name for prefix, name in FAMILIES if model.startswith(prefix)), model)
+
+
+@pytest.fixture(scope="module")
+def both_files(everything):
+    recordings.require(recordings.more_available())
+    return everything + list(recordings.shared(recordings.MORE))
+
+
+def test_the_exceptions_are_at_most_two_percent_of_the_recordings(both_files):
+    """The requests of both shared files and the real runs that are neither on their bill nor
+    (an image by URL) above it, whatever their reason, are at most 2% of them all."""
+    off = [f"{r.label} ({r.model})" for r in both_files if not _held(r)]
+    assert len(off) <= TOLERANCE * len(both_files), (
+        f"{len(off)} of {len(both_files)} recorded requests are off their bill, more than 2%:\n" + "\n".join(off))
+
+
+def test_every_model_family_with_30_recordings_is_held_at_95_percent(both_files):
+    by_family: dict[str, list] = {}
+    for recorded in both_files:
+        by_family.setdefault(family(recorded.model), []).append(recorded)
+    low = {name: f"{sum(map(_held, chosen))} of {len(chosen)}" for name, chosen in by_family.items()
+           if len(chosen) >= 30 and sum(map(_held, chosen)) < 0.95 * len(chosen)}
+    assert not low, f"model families under 95% of their recorded requests held: {low}"
+    assert {"gpt-3.5", "gpt-4", "gpt-4o", "gpt-4.1", "gpt-5"} <= {n for n, c in by_family.items() if len(c) >= 30}
 
 
 def test_a_key_the_counter_does_not_know_is_left_out_with_a_warning_or_refused_when_strict():
@@ -533,11 +527,12 @@ def test_count_tools_agrees_with_the_bills_parts(shared):
     assert checked > 200
 
 
-def test_the_accuracy_the_docs_state_is_the_one_measured(everything):
+def test_the_accuracy_the_docs_state_is_the_one_measured(both_files):
     """ctxlab's docstring and the README state how many recorded requests land on their bill:
     the figures must be this run's."""
     import re
 
+    everything = both_files
     on_bill = sum(1 for r in everything if isinstance(_count(r), int) and within(_count(r), r.billed))
     stated = f"{on_bill:,} of {len(everything):,} recorded requests"
     assert stated in " ".join(ctxlab.__doc__.split()), f"ctxlab/__init__.py should say {stated!r}"
@@ -558,10 +553,7 @@ def test_an_image_by_url_is_counted_at_or_above_its_bill(everything):
     every = everything + list(recordings.shared(recordings.MORE))
     checked = 0
     for recorded in every:
-        try:
-            if not _remote_images(recorded):
-                continue
-        except TypeError:  # an image_url given as a bare string, which the counter refuses (MORE_OFF)
+        if not _remote_images(recorded):
             continue
         with pytest.warns(ctxlab.billing.UpperBoundWarning, match=r"counted at the most an image can cost"), \
                 warnings.catch_warnings():
@@ -589,3 +581,30 @@ def test_an_image_by_url_costs_the_ceiling_of_its_model_and_detail():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a data: image is sized exactly, with no warning
         assert ctxlab.count_request(request("gpt-4o", None, png)) - base == ctxlab.images.image_cost("gpt-4o", 640, 480)
+
+
+def test_harmony_models_bill_each_reply_and_tool_exchange_with_its_channel():
+    """gpt-5 and o4-mini write earlier replies and tool exchanges with channels: 2 tokens a reply,
+    8 a call with its result, beyond the same messages on a model of the same encoding."""
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello! How can I help?"},
+                {"role": "user", "content": "Weather in Oslo?"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "4 C, rain"}]
+    tools = [{"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    plain = {"messages": messages[:4]}
+    with_tools = {"messages": messages, "tools": tools}
+    for model in ("gpt-5-mini", "o4-mini"):
+        assert ctxlab.billing.is_harmony(model)
+        preamble = ctxlab.tool_text.GPT5_TOOL_PREAMBLE if model.startswith("gpt-5") else 0
+        assert ctxlab.count_request({"model": model, **plain}) == ctxlab.count_request({"model": "gpt-4.1", **plain}) + 2
+        assert ctxlab.count_request({"model": model, **with_tools}) == (
+            ctxlab.count_request({"model": "gpt-4.1", **with_tools}) + 2 + 8 + preamble)
+    assert not ctxlab.billing.is_harmony("o3-mini")  # its recorded tool requests land without them
+    form = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
+        "type": "object", "properties": {"a": {"type": "string"}}}}}
+    formatted = {"messages": messages[:4], "response_format": form}
+    assert ctxlab.count_request({"model": "gpt-5", **formatted}) == (
+        ctxlab.count_request({"model": "gpt-4.1", **formatted}) + 5 - 5)  # a constrained reply; the format's -5
