@@ -1,13 +1,15 @@
 """How far each offline counter lands from what the API billed, on real recorded requests.
 
-Every request of ``../shared/recordings/openai-chat.jsonl`` and ``../shared/real-runs/`` (read by
-``tests/support/recordings.py``) is counted by each contender of ``counters.py``, in one run, and
-compared with the ``prompt_tokens`` the API reported. A count is *on the bill* when it is within
+Every request of both files of ``../shared/recordings/`` (``openai-chat.jsonl``, the one the
+rules were fitted on, and ``openai-chat-more.jsonl``, from projects they were not) and of
+``../shared/real-runs/`` (read by ``tests/support/recordings.py``) is counted by each contender of
+``counters.py``, in one run, and compared with the ``prompt_tokens`` the API reported. A count is *on the bill* when it is within
 max(2%, 3 tokens) of it, the tolerance ``tests/test_billing.py`` holds ctxlab to. A counter that
 raises on a request is counted as failing it (and off the bill).
 
-Two tables: by kind of request (no tools; tools or legacy functions; a ``response_format``
-without tools), then by model family. ``--quick`` counts the first 60 requests only.
+Three tables: by file, by kind of request (no tools; tools or legacy functions; a
+``response_format`` without tools), and by model family. ``--quick`` counts the first 60
+requests only.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def measure_all(requests: list, contenders: dict) -> dict[str, list[int | None]]
             try:
                 with warnings.catch_warnings():  # a key ctxlab leaves out is counted without it, as its users see
                     warnings.simplefilter("ignore", ctxlab.billing.UnknownKeyWarning)
+                    warnings.simplefilter("ignore", ctxlab.billing.UpperBoundWarning)
                     row.append(int(count(recorded.request)))
             except Exception:  # a peer's failure is a result, not a crash of the bench
                 row.append(None)
@@ -65,14 +68,18 @@ def _summary(pairs: list[tuple[int | None, int]]) -> list[str]:
     return [str(len(pairs)), f"{on} ({on / len(pairs):.0%})", *spread, str(failed)]
 
 
-def _table(requests, counts, group) -> str:
+def _table(requests, counts, group, key=None) -> str:
+    """One row per counter and value of ``group`` (an attribute of the requests, or ``key``'s
+    value for each), then ``all``."""
+    key = key or (lambda recorded: getattr(recorded, group))
+    values = [key(r) for r in requests]
+    groups = sorted(set(values), key=lambda g: (KINDS.index(g) if g in KINDS else 9, g))
     headers = ["counter", group, "requests", "on the bill", "median error", "90th pct error", "failed"]
-    groups = sorted({getattr(r, group) for r in requests}, key=lambda g: (KINDS.index(g) if g in KINDS else 9, g))
     rows = []
     for name, row in counts.items():
         for value in [*groups, "all"]:
-            pairs = [(c, r.billed) for c, r in zip(row, requests, strict=True)
-                     if value == "all" or getattr(r, group) == value]
+            pairs = [(c, r.billed) for c, r, v in zip(row, requests, values, strict=True)
+                     if value == "all" or v == value]
             if pairs:
                 rows.append([name, value, *_summary(pairs)])
     return measure.table(headers, rows)
@@ -82,7 +89,13 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     reason = recordings.shared_available()
     if reason:
         raise RuntimeError(reason)
-    requests = list(recordings.shared()) + (list(recordings.real()) if recordings.real_available() is None else [])
+    files = {"openai-chat.jsonl": list(recordings.shared())}
+    if recordings.more_available() is None:
+        files["openai-chat-more.jsonl"] = list(recordings.shared(recordings.MORE))
+    if recordings.real_available() is None:
+        files["real-runs"] = list(recordings.real())
+    source = {id(r): name for name, chosen in files.items() for r in chosen}
+    requests = [r for chosen in files.values() for r in chosen]
     if quick:
         requests = requests[:60]
     contenders, missing = counters.contenders()
@@ -99,6 +112,10 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         "max(2%, 3 tokens). Error: |counted - billed| / billed, over the requests the counter did "
         "not fail on." + (f" Not installed, so not measured: {', '.join(missing)} "
                           "(`make bench` installs bench/requirements-counting.txt)." if missing else ""),
+        "",
+        "### By file",
+        "",
+        _table(requests, counts, "file", key=lambda r: source[id(r)]),
         "",
         "### By kind of request",
         "",
