@@ -1,7 +1,8 @@
 """The Zero to JupyterHub files (``hub/z2jh/``), checked as far as can be without a cluster.
 
 No test here starts Kubernetes, builds the image or installs the chart: those files are marked
-NOT RUN. What is checked: the values parse and their Python runs (the launch-only login guard
+NOT RUN. What is checked: every key the values set is one the chart documents, the values
+parse and their Python runs (the launch-only login guard
 refuses the login form and lets a launch through; learners get the learner switches and
 instructors their course root); they agree with the one-machine hub's defaults; the image's
 build context lets in no file holding a hidden test or a solution, and everything its COPY
@@ -30,10 +31,51 @@ import install  # noqa: E402  (hub/install.py)
 
 MARKERS = ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION")
 
+# The chart's keys these values set, as Zero to JupyterHub documents them (read 2026-12-07):
+# its jupyterhub/values.yaml (hub.extraConfig, hub.services, proxy.https.*, singleuser.image,
+# .memory, .cpu, .storage.capacity, .extraEnv, .defaultUrl, cull.*), and the hub's own
+# jupyterhub_config.py in the chart, which reads hub.config (each traitlets class's settings),
+# hub.services.<name>.apiToken and hub.loadRoles (added by its pull request #2405). "*" is a
+# name of the user's choosing; what follows hub.config is JupyterHub's own configuration.
+DOCUMENTED = (
+    "hub.config.*", "hub.extraConfig.*", "hub.services.*.url", "hub.services.*.apiToken",
+    "hub.loadRoles.*.services", "hub.loadRoles.*.scopes",
+    "proxy.https.enabled", "proxy.https.hosts", "proxy.https.letsencrypt.contactEmail",
+    "singleuser.image.name", "singleuser.image.tag", "singleuser.memory.limit", "singleuser.memory.guarantee",
+    "singleuser.cpu.limit", "singleuser.cpu.guarantee", "singleuser.storage.capacity", "singleuser.extraEnv.*",
+    "singleuser.defaultUrl", "cull.enabled", "cull.timeout", "cull.every",
+)
+
 
 @pytest.fixture(scope="module")
 def values() -> dict:
     return yaml.safe_load((Z2JH / "config.yaml").read_text(encoding="utf-8"))
+
+
+def leaves(tree: dict, prefix: str = "") -> list[str]:
+    """The dotted paths of the values' settings (a mapping's keys, down to what is not one)."""
+    paths = []
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        paths += leaves(value, path + ".") if isinstance(value, dict) and value else [path]
+    return paths
+
+
+def test_every_key_the_values_set_is_one_the_chart_documents(values):
+    def documented(path: str) -> bool:
+        parts = path.split(".")
+        for pattern in DOCUMENTED:
+            wanted = pattern.split(".")
+            free = wanted[-1] == "*" and pattern in ("hub.config.*", "hub.extraConfig.*", "singleuser.extraEnv.*")
+            if free and parts[:len(wanted) - 1] == wanted[:-1]:
+                return True
+            if len(parts) == len(wanted) and all(w in ("*", p) for w, p in zip(wanted, parts, strict=True)):
+                return True
+        return False
+
+    unknown = [path for path in leaves(values) if not documented(path)]
+    assert not unknown, f"keys the chart does not document: {unknown}"
+    assert "singleuser.memory.limit" in leaves(values)  # the walk reaches the leaves
 
 
 def run_extra_config(values: dict, name: str) -> tuple[Config, dict]:
