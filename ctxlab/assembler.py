@@ -63,7 +63,7 @@ from .assembly import (
 from .budget import ContextBudget
 from .calls import CALL_TYPES
 from .compression import _aged_view, _text_cut, age_tier, ages, result_text
-from .errors import BudgetError, MessageError
+from .errors import BudgetError, ConfigError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
 from .memory_policy import MemoryPolicy, as_policy
@@ -329,7 +329,7 @@ class Assembler:
         (the same messages first, then new ones): the new ones are added, then :meth:`build`."""
         seen = len(self)
         if len(history) < seen or (seen and history[seen - 1] is not self._last()):
-            raise ValueError(
+            raise ConfigError(
                 "this history does not continue the one the assembler has followed (it is shorter, "
                 "or its earlier messages changed); an Assembler follows one growing record: make a "
                 "new one for another run"
@@ -388,14 +388,14 @@ class Assembler:
         where no cut can be: past its end, or inside a turn group."""
         cut, size = self.state.cut, len(self._elastic)
         if cut > size:
-            raise ValueError(
+            raise ConfigError(
                 f"state.cut is {cut} but the history has only {size} messages after its system prompt: "
                 "this state belongs to another (longer) history"
             )
         if 0 < cut < size:
             group = bisect.bisect_left(self._starts, cut)
             if group == len(self._starts) or self._starts[group] != cut:
-                raise ValueError(f"state.cut ({cut}) does not fall between turn groups of this history")
+                raise ConfigError(f"state.cut ({cut}) does not fall between turn groups of this history")
 
     def _pinned_spans(self) -> list[tuple[int, int]]:
         """The elastic ``(start, stop)`` of every pinned group (the pin rule ran on arrival)."""

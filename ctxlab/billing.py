@@ -46,7 +46,7 @@ from typing import Any
 import tiktoken
 
 from .calls import PARALLEL_CALL, parallel_arguments
-from .errors import MessageError
+from .errors import ConfigError, ConfigTypeError, MessageError
 from .images import image_cost, image_cost_ceiling
 from .parts import image_size
 from .tokens import RESULT_AUTHOR, TOKENS_PER_MESSAGE, count_message, count_messages, encoding
@@ -95,11 +95,11 @@ def encoding_name_for(model: str) -> str:
     ('o200k_base', 'cl100k_base')
     """
     if not isinstance(model, str) or not model:
-        raise ValueError(f"the request's 'model' must be a model name such as 'gpt-4o', got {model!r}")
+        raise ConfigError(f"the request's 'model' must be a model name such as 'gpt-4o', got {model!r}")
     try:
         return tiktoken.encoding_name_for_model(model)
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"cannot tell the encoding of model {model!r}: ctxlab counts OpenAI chat models "
             "(gpt-3.5, gpt-4, gpt-4o, gpt-4.1, gpt-5, o1, o3, o4)"
         ) from None
@@ -126,17 +126,17 @@ def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
     17
     """
     if not isinstance(request, Mapping):
-        raise TypeError(f"count_request needs the request body as a dict, got {type(request).__name__}")
+        raise ConfigTypeError(f"count_request needs the request body as a dict, got {type(request).__name__}")
     for key in ("model", "messages"):
         if key not in request:
-            raise ValueError(f"the request has no {key!r}: pass the whole body sent to chat.completions.create")
+            raise ConfigError(f"the request has no {key!r}: pass the whole body sent to chat.completions.create")
     unknown = sorted(set(request) - FREE_KEYS - _COUNTED_KEYS - _free_when_default(request))
     if unknown:
         why = "; ".join(f"{key}: {UNPRICED_KEYS[key]}" for key in unknown if key in UNPRICED_KEYS)
         what = (f"request key(s) {', '.join(map(repr, unknown))}: what they add to the bill is not known offline"
                 + (f" ({why})" if why else ""))
         if strict:
-            raise ValueError(f"cannot count {what}; count the request without them and add their cost yourself")
+            raise ConfigError(f"cannot count {what}; count the request without them and add their cost yourself")
         warnings.warn(UnknownKeyWarning(
             f"not counted: {what}; the count covers the rest of the request, so the bill may be higher "
             "(strict=True refuses such a request)"), stacklevel=2)
@@ -216,13 +216,13 @@ def _tool_choice_tokens(choice: Any, enc: tiktoken.Encoding) -> int:
         function = choice.get("function")
         name = function.get("name") if isinstance(function, Mapping) else None
         if not isinstance(name, str):
-            raise ValueError(
+            raise ConfigError(
                 "tool_choice must be 'auto', 'none', 'required' or "
                 f"{{'type': 'function', 'function': {{'name': ...}}}}, got {choice!r}"
             )
         return len(enc.encode_ordinary(name)) + TOOL_CHOICE_NAMED
     if choice not in TOOL_CHOICE_TOKENS:
-        raise ValueError(f"tool_choice must be 'auto', 'none', 'required' or name a function, got {choice!r}")
+        raise ConfigError(f"tool_choice must be 'auto', 'none', 'required' or name a function, got {choice!r}")
     return TOOL_CHOICE_TOKENS[choice]
 
 
@@ -355,7 +355,7 @@ def response_format_text(response_format: Any) -> str:
         return ""
     spec = response_format.get("json_schema") if kind == "json_schema" else None
     if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-        raise ValueError(
+        raise ConfigError(
             "response_format must be {'type': 'text'}, {'type': 'json_object'} or "
             f"{{'type': 'json_schema', 'json_schema': {{'name': ..., 'schema': {{...}}}}}}, got {str(response_format)[:80]}"
         )
@@ -508,7 +508,7 @@ def _functions(request: Mapping[str, Any], strict: bool = False) -> list[Mapping
     if other:
         what = ", ".join(f"tool {index} (of type {kind!r})" for index, kind in other)
         if strict:
-            raise ValueError(f"{what}: only function tools are rendered by a known rule; count the request without it")
+            raise ConfigError(f"{what}: only function tools are rendered by a known rule; count the request without it")
         warnings.warn(UnknownKeyWarning(
             f"not counted: {what}: only function tools are rendered by a known rule (how the API shows a "
             "custom tool's grammar or format to the model is not published), so the bill may be higher"),
@@ -517,7 +517,7 @@ def _functions(request: Mapping[str, Any], strict: bool = False) -> list[Mapping
     for index, tool in enumerate(tools):
         function = tool.get("function", tool) if isinstance(tool, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise ValueError(
+            raise ConfigError(
                 f"tool {index}: expected {{'type': 'function', 'function': {{'name': ..., 'parameters': ...}}}}"
                 f", got {str(tool)[:80]}"
             )

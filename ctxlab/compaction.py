@@ -25,12 +25,14 @@ import math
 from dataclasses import dataclass, field
 from numbers import Real
 
+from .errors import ConfigError
+
 __all__ = ["Compaction", "CompactionTrigger", "compaction_due"]
 
 
 def _check_ceiling(ceiling: object) -> int:
     if isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling <= 0:
-        raise ValueError(
+        raise ConfigError(
             f"ceiling must be a whole number of tokens above 0 (the most the prompt may take, "
             f"e.g. ContextBudget.input_limit), got {ceiling!r}"
         )
@@ -40,7 +42,7 @@ def _check_ceiling(ceiling: object) -> int:
 def _check_threshold(threshold: object) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 < threshold <= 1:
         hint = f" (did you mean {threshold / 100:g}?)" if isinstance(threshold, Real) and 1 < threshold <= 100 else ""
-        raise ValueError(
+        raise ConfigError(
             f"threshold must be a fraction of the ceiling, above 0 and at most 1 (0.7 means "
             f"compact at 70 %), got {threshold!r}{hint}"
         )
@@ -62,12 +64,12 @@ def compaction_due(tokens: int, ceiling: int, *, threshold: float = 0.7, boundar
     >>> compaction_due(5_000, 10_000, threshold=70)
     Traceback (most recent call last):
     ...
-    ValueError: threshold must be a fraction of the ceiling, above 0 and at most 1 (0.7 means compact at 70 %), got 70 (did you mean 0.7?)
+    ctxlab.errors.ConfigError: threshold must be a fraction of the ceiling, above 0 and at most 1 (0.7 means compact at 70 %), got 70 (did you mean 0.7?)
     """
     _check_ceiling(ceiling)
     threshold = _check_threshold(threshold)
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise ValueError(f"tokens must be a whole number of tokens, 0 or more, got {tokens!r}")
+        raise ConfigError(f"tokens must be a whole number of tokens, 0 or more, got {tokens!r}")
     limit = threshold * ceiling
     # a product a rounding error above the whole number it stands for is that number
     return bool(boundary) or tokens >= limit or math.isclose(tokens, limit, rel_tol=1e-12)
@@ -110,7 +112,7 @@ class CompactionTrigger:
     >>> CompactionTrigger(8_000, threshold=0)
     Traceback (most recent call last):
     ...
-    ValueError: threshold must be a fraction of the ceiling, above 0 and at most 1 (0.7 means compact at 70 %), got 0
+    ctxlab.errors.ConfigError: threshold must be a fraction of the ceiling, above 0 and at most 1 (0.7 means compact at 70 %), got 0
     """
 
     ceiling: int
@@ -142,7 +144,7 @@ class CompactionTrigger:
         laps into one short outcome. Exactly one of ``starting`` and ``finished`` is given.
         """
         if (starting is None) == (finished is None):
-            raise ValueError(
+            raise ConfigError(
                 "phase_boundary needs exactly one of starting= (the sub-task about to begin) or "
                 f"finished= (the sub-task just done); got starting={starting!r}, finished={finished!r}"
             )

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .calls import call_parts
+from .errors import ConfigError
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -186,7 +187,7 @@ def compress(result: Any, max_chars: int = 2_000) -> str:
     '{"title": "Heat pumps", "body": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...[+270 chars]"}\\n[cut from 335 chars: 270 chars of 1 string]'
     """
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_CHARS:
-        raise ValueError(f"max_chars must be an int >= {MIN_CHARS} (room for a cut note), got {max_chars!r}")
+        raise ConfigError(f"max_chars must be an int >= {MIN_CHARS} (room for a cut note), got {max_chars!r}")
     data = result
     if isinstance(result, str):
         if len(result) <= max_chars:
@@ -208,7 +209,7 @@ def compress(result: Any, max_chars: int = 2_000) -> str:
     try:
         return _cut_text(result if isinstance(result, str) else _dumps(data), max_chars)
     except RecursionError:
-        raise ValueError(
+        raise ConfigError(
             "result nests lists or dicts too deeply to write as JSON; flatten it, or pass "
             "compress a text of it, which is cut by its head and tail"
         ) from None
@@ -413,24 +414,24 @@ def check_tiers(*, keep_full_for: Any, compress_after: Any, max_chars: Any, stor
     >>> check_tiers(keep_full_for=2, compress_after=6, max_chars=1_200, store=None)
     Traceback (most recent call last):
     ...
-    ValueError: compress_after replaces old results with references, which must resolve: pass store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave compress_after=None to only compress
+    ctxlab.errors.ConfigError: compress_after replaces old results with references, which must resolve: pass store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave compress_after=None to only compress
     """
     if isinstance(keep_full_for, bool) or not isinstance(keep_full_for, int) or keep_full_for < 0:
-        raise ValueError(f"keep_full_for must be an int >= 0, got {keep_full_for!r}")
+        raise ConfigError(f"keep_full_for must be an int >= 0, got {keep_full_for!r}")
     if compress_after is not None:
         if isinstance(compress_after, bool) or not isinstance(compress_after, int) or compress_after < keep_full_for:
-            raise ValueError(
+            raise ConfigError(
                 f"compress_after must be an int >= keep_full_for ({keep_full_for}), or None for "
                 f"no stubs; got {compress_after!r}"
             )
         if store is None:
-            raise ValueError(
+            raise ConfigError(
                 "compress_after replaces old results with references, which must resolve: pass "
                 "store=ctxlab.TrajectoryStore(...) so the full results are kept, or leave "
                 "compress_after=None to only compress"
             )
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < MIN_CHARS:
-        raise ValueError(f"max_chars must be an int >= {MIN_CHARS}, got {max_chars!r}")
+        raise ConfigError(f"max_chars must be an int >= {MIN_CHARS}, got {max_chars!r}")
 
 
 def compress_history(
@@ -485,7 +486,7 @@ def compress_history(
     [0, 1200]
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise ValueError(f"step must be an int >= 0, got {step!r}")
+        raise ConfigError(f"step must be an int >= 0, got {step!r}")
     check_tiers(keep_full_for=keep_full_for, compress_after=compress_after, max_chars=max_chars, store=store)
     calls = _calls_by_id(messages)
     out: list[dict[str, Any]] = []

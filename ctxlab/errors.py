@@ -12,8 +12,8 @@ Every error is a :class:`CtxlabError`, so an agent loop can catch them all in on
 
 from __future__ import annotations
 
-__all__ = ["CtxlabError", "MessageError", "BudgetError", "EncodingUnavailable", "SummaryError",
-           "StoreError", "ReferenceNotFound"]
+__all__ = ["CtxlabError", "MessageError", "BudgetError", "ConfigError", "ConfigTypeError", "UsageError",
+           "EncodingUnavailable", "SummaryError", "StoreError", "ReferenceNotFound"]
 
 
 class CtxlabError(Exception):
@@ -63,6 +63,33 @@ class BudgetError(CtxlabError, ValueError):
         super().__init__(message)
         self.needed = needed
         self.available = available
+
+
+class ConfigError(CtxlabError, ValueError):
+    """An argument, option or request holds a value ctxlab cannot use: the text names it, says
+    what was given and what would do. A ``ValueError`` too, so older ``except`` clauses hold.
+
+    >>> import ctxlab
+    >>> try:
+    ...     ctxlab.count_request({"model": "gpt-4o"})
+    ... except ctxlab.CtxlabError as err:
+    ...     print(type(err).__name__, "|", err)
+    ConfigError | the request has no 'messages': pass the whole body sent to chat.completions.create
+    """
+
+
+class ConfigTypeError(CtxlabError, TypeError):
+    """An argument is of a type ctxlab cannot use (a ``TypeError`` too): the text says which
+    type it wants.
+
+    >>> isinstance(ConfigTypeError("x"), CtxlabError) and isinstance(ConfigTypeError("x"), TypeError)
+    True
+    """
+
+
+class UsageError(CtxlabError, RuntimeError):
+    """A call made in a state that does not allow it (a ``RuntimeError`` too): the text says
+    what to do first."""
 
 
 class EncodingUnavailable(CtxlabError, RuntimeError):

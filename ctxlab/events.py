@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ConfigError, ConfigTypeError
+
 __all__ = ["EVENT_KINDS", "MemoryEvent", "MemoryLog"]
 
 Message = Mapping[str, Any]
@@ -64,7 +66,7 @@ class MemoryEvent:
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind:
-            raise ValueError(f"an event needs a kind such as 'trim' or 'summarise', got {self.kind!r}")
+            raise ConfigError(f"an event needs a kind such as 'trim' or 'summarise', got {self.kind!r}")
         if not isinstance(self.messages, tuple):
             object.__setattr__(self, "messages", tuple(self.messages))
 
@@ -95,7 +97,7 @@ class MemoryLog:
     def append(self, event: MemoryEvent) -> MemoryEvent:
         """Add an event at the end and return it."""
         if not isinstance(event, MemoryEvent):
-            raise TypeError(f"a MemoryLog holds MemoryEvent objects, got {type(event).__name__}")
+            raise ConfigTypeError(f"a MemoryLog holds MemoryEvent objects, got {type(event).__name__}")
         self._events.append(event)
         return event
 

@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .errors import BudgetError, MessageError
+from .errors import BudgetError, ConfigError, ConfigTypeError, MessageError
 from .messages import MessageChecker
 from .pins import PIN_TOOL
 from .tokens import TokenCounter
@@ -212,9 +212,9 @@ class GrowingHistory(Sequence):
         :class:`ctxlab.MessageError` while the last tool calls are still unanswered.
         """
         if isinstance(allowance, bool) or not isinstance(allowance, int):
-            raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
+            raise ConfigTypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
         if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 1:
-            raise ValueError(f"keep_recent must be an int >= 1 (the newest group is always kept), got {keep_recent!r}")
+            raise ConfigError(f"keep_recent must be an int >= 1 (the newest group is always kept), got {keep_recent!r}")
         waiting = self._checker.finish()
         if waiting:
             index, problem = waiting[0]

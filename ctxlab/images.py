@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+from .errors import ConfigError
+
 __all__ = ["TILE_RULES", "PATCH_RULES", "MAX_TILES", "image_cost", "image_cost_ceiling", "image_rule"]
 
 TILE_RULES: dict[str, tuple[int, int]] = {
@@ -68,7 +70,7 @@ def image_rule(model: str) -> tuple[str, tuple[int, int] | float]:
         return "patches", PATCH_RULES[patch]
     if tile is not None:
         return "tiles", TILE_RULES[tile]
-    raise ValueError(
+    raise ConfigError(
         f"no published image price for model {model!r}: ctxlab knows "
         f"{', '.join(sorted({*TILE_RULES, *PATCH_RULES}))}"
     )
@@ -96,9 +98,9 @@ def image_cost(model: str, width: int, height: int, detail: str = "auto") -> int
     """Tokens one ``width`` x ``height`` image costs ``model`` (``"auto"`` counts as ``"high"``,
     the most it can cost; patch-priced models ignore ``detail``)."""
     if detail not in DETAILS:
-        raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+        raise ConfigError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     if width <= 0 or height <= 0:
-        raise ValueError(f"an image needs a positive size, got {width} x {height}")
+        raise ConfigError(f"an image needs a positive size, got {width} x {height}")
     kind, rule = image_rule(model)
     if kind == "patches":
         return math.ceil(round(_patches(width, height) * rule, 6))  # 300 x 1.62 is 486, not 487
@@ -114,7 +116,7 @@ def image_cost_ceiling(model: str, detail: str = "auto") -> int:
     (1445, 85, 2489)
     """
     if detail not in DETAILS:
-        raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+        raise ConfigError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     kind, rule = image_rule(model)
     if kind == "patches":
         return math.ceil(round(MAX_PATCHES * rule, 6))

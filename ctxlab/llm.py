@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SummaryError
+from .errors import ConfigError, ConfigTypeError, SummaryError, UsageError
 from .offline import offline_summary
 
 __all__ = [
@@ -206,16 +206,16 @@ class _Chat:
 def _check_request(model: Any, messages: Any, temperature: Any) -> None:
     """Refuse what the API would refuse, with the same kind of message."""
     if not isinstance(model, str) or not model:
-        raise ValueError(f"model must be a model name, got {model!r}")
+        raise ConfigError(f"model must be a model name, got {model!r}")
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence) or not messages:
-        raise ValueError("messages must be a non-empty list of message dicts")
+        raise ConfigError("messages must be a non-empty list of message dicts")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or "role" not in message:
-            raise ValueError(f"messages[{index}] must be a dict with a 'role'")
+            raise ConfigError(f"messages[{index}] must be a dict with a 'role'")
     if temperature is not None and (
         isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2
     ):
-        raise ValueError(f"temperature must be a number from 0 to 2, got {temperature!r}")
+        raise ConfigError(f"temperature must be a number from 0 to 2, got {temperature!r}")
 
 
 class OfflineSummariser:
@@ -252,7 +252,7 @@ class OfflineSummariser:
 
     def __init__(self, *, label: str | None = None) -> None:
         if label is not None and (not isinstance(label, str) or not label.strip() or "\n" in label):
-            raise ValueError(f"label must be one line of text or None, got {label!r}")
+            raise ConfigError(f"label must be one line of text or None, got {label!r}")
         self.label = label
         self.requests: list[dict[str, Any]] = []
         # A function of the list, not a bound method: the client's parts never refer back to
@@ -312,7 +312,7 @@ class ScriptedClient:
         elif self.default is not None:
             reply = self.default
         else:
-            raise RuntimeError(
+            raise UsageError(
                 f"ScriptedClient has no reply left for request {len(self.requests)}; give it more "
                 "replies or a default"
             )
@@ -337,13 +337,13 @@ def _sync_create(client: Any) -> Callable[..., Any]:
     """``client.chat.completions.create``, refusing a client that lacks it or is async."""
     create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
     if create is None:
-        raise TypeError(
+        raise ConfigTypeError(
             f"the client must have the openai interface, client.chat.completions.create(...); "
             f"got {type(client).__name__}. Use ctxlab.get_client(), openai.OpenAI(...) or "
             "ctxlab.llm.ScriptedClient([...])"
         )
     if inspect.iscoroutinefunction(create) or type(client).__name__.startswith("Async"):
-        raise TypeError(_ASYNC_CLIENT)
+        raise ConfigTypeError(_ASYNC_CLIENT)
     return create
 
 
@@ -461,7 +461,7 @@ def complete(
     ctxlab.errors.SummaryError: the summariser failed 2 times (timeout: slow); the server did not answer in time; check it is up, or give get_client(timeout=...) longer. Nothing was changed: the steps it was to summarise are still there.
     """
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be a whole number >= 0, got {retries!r}")
+        raise ConfigError(f"retries must be a whole number >= 0, got {retries!r}")
     from .messages import strip_course_keys
 
     create = _sync_create(client)
@@ -479,7 +479,7 @@ def complete(
                 close = getattr(response, "close", None)
                 if close is not None:
                     close()  # never awaited: close it so Python does not warn
-                raise TypeError(_ASYNC_CLIENT)
+                raise ConfigTypeError(_ASYNC_CLIENT)
             return _reply_text(response)
         except Exception as err:
             if options and _refuses_temperature(err):

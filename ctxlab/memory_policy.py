@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .budget import ContextBudget
 from .compression import check_tiers
+from .errors import ConfigError, ConfigTypeError
 from .pins import PIN_TOOL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,7 +62,7 @@ class MemoryPolicy:
     >>> MemoryPolicy(ctxlab.ContextBudget(window=8_000), low_water=1.5)
     Traceback (most recent call last):
     ...
-    ValueError: low_water must be a fraction of the allowance in (0, 1] (the level a trim cuts down to; 1 trims just enough on every lap), got 1.5
+    ctxlab.errors.ConfigError: low_water must be a fraction of the allowance in (0, 1] (the level a trim cuts down to; 1 trims just enough on every lap), got 1.5
     """
 
     budget: ContextBudget
@@ -79,28 +80,28 @@ class MemoryPolicy:
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, ContextBudget):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"a MemoryPolicy's budget must be a ctxlab.ContextBudget, got {type(self.budget).__name__}: "
                 "MemoryPolicy(ctxlab.ContextBudget(window=..., reserve_output=...), ...)"
             )
         check_fraction(self.low_water)
         if isinstance(self.keep_recent, bool) or not isinstance(self.keep_recent, int) or self.keep_recent < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"keep_recent must be an int >= 1 (the newest turn group is always kept), got {self.keep_recent!r}"
             )
         check_tiers(**self.compression)
         if not isinstance(self.pin_user_messages, bool):
-            raise TypeError(f"pin_user_messages must be True or False, got {self.pin_user_messages!r}")
+            raise ConfigTypeError(f"pin_user_messages must be True or False, got {self.pin_user_messages!r}")
         if self.pin_tool is not None and not (isinstance(self.pin_tool, str) and self.pin_tool):
-            raise TypeError(f"pin_tool must be a tool's name or None (no pin tool), got {self.pin_tool!r}")
+            raise ConfigTypeError(f"pin_tool must be a tool's name or None (no pin tool), got {self.pin_tool!r}")
         if (isinstance(self.small_talk_tokens, bool) or not isinstance(self.small_talk_tokens, int)
                 or self.small_talk_tokens < 0):
-            raise ValueError(
+            raise ConfigError(
                 "small_talk_tokens must be an int >= 0 (0 leaves the small-talk stage off; "
                 f"ctxlab.eviction.SMALL_TALK_MAX_TOKENS is 40), got {self.small_talk_tokens!r}"
             )
         if self.model is not None and not isinstance(self.model, str):
-            raise TypeError(f"model must be a model's name or None (the client's default), got {self.model!r}")
+            raise ConfigTypeError(f"model must be a model's name or None (the client's default), got {self.model!r}")
 
     @property
     def compression(self) -> dict[str, Any]:
@@ -115,11 +116,11 @@ class MemoryPolicy:
         >>> ctxlab.MemoryPolicy(ctxlab.ContextBudget()).replace(window=8_000)
         Traceback (most recent call last):
         ...
-        TypeError: MemoryPolicy has no option 'window'; its options are budget, client, model, low_water, keep_recent, keep_full_for, compress_after, max_chars, store, pin_user_messages, pin_tool, small_talk_tokens
+        ctxlab.errors.ConfigTypeError: MemoryPolicy has no option 'window'; its options are budget, client, model, low_water, keep_recent, keep_full_for, compress_after, max_chars, store, pin_user_messages, pin_tool, small_talk_tokens
         """
         unknown = sorted(set(changes) - set(OPTIONS))
         if unknown:
-            raise TypeError(f"MemoryPolicy has no option {unknown[0]!r}; its options are {', '.join(OPTIONS)}")
+            raise ConfigTypeError(f"MemoryPolicy has no option {unknown[0]!r}; its options are {', '.join(OPTIONS)}")
         return dataclasses.replace(self, **changes)
 
 
@@ -130,7 +131,7 @@ OPTIONS = tuple(field.name for field in dataclasses.fields(MemoryPolicy))
 def check_fraction(low_water: Any) -> None:
     """Refuse a ``low_water`` outside (0, 1]."""
     if isinstance(low_water, bool) or not isinstance(low_water, (int, float)) or not 0 < low_water <= 1:
-        raise ValueError(
+        raise ConfigError(
             f"low_water must be a fraction of the allowance in (0, 1] (the level a trim cuts down "
             f"to; 1 trims just enough on every lap), got {low_water!r}"
         )
@@ -150,19 +151,19 @@ def as_policy(policy: MemoryPolicy | ContextBudget, options: Mapping[str, Any], 
     """
     if isinstance(policy, MemoryPolicy):
         if options:
-            raise TypeError(
+            raise ConfigTypeError(
                 f"{where} was given a MemoryPolicy and the option(s) {', '.join(sorted(options))} beside it: "
                 f"put them in the policy, policy.replace({', '.join(f'{k}=...' for k in sorted(options))})"
             )
         return policy
     if not isinstance(policy, ContextBudget):
-        raise TypeError(
+        raise ConfigTypeError(
             f"{where} takes a ctxlab.MemoryPolicy (or a ctxlab.ContextBudget for the default policy), "
             f"got {type(policy).__name__}"
         )
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+        raise ConfigTypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
     if options:
         shown = ", ".join(f"{k}=..." for k in options)
         warnings.warn(

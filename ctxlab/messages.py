@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .calls import call_problem
-from .errors import MessageError
+from .errors import MessageError, UsageError
 from .parts import part_problem
 from .tokens import COURSE_KEYS
 
@@ -139,7 +139,7 @@ class MessageChecker:
         """Make what this trial copy checked part of the checker it was forked from."""
         parent = self._parent
         if parent is None:
-            raise RuntimeError("commit() is for a checker made by fork()")
+            raise UsageError("commit() is for a checker made by fork()")
         parent.open_calls, parent.answered = self.open_calls, self.answered
         parent.seen_ids.update(self.seen_ids.maps[0])
 

@@ -42,6 +42,8 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .errors import ConfigError
+
 __all__ = [
     "PART_ROLES",
     "UNKNOWN_IMAGE_TOKENS",
@@ -85,9 +87,9 @@ def image_tokens(width: int, height: int, detail: str = "auto") -> int:
     (255, 1105)
     """
     if detail not in _DETAILS:
-        raise ValueError(f"detail must be one of {', '.join(_DETAILS)}, got {detail!r}")
+        raise ConfigError(f"detail must be one of {', '.join(_DETAILS)}, got {detail!r}")
     if width <= 0 or height <= 0:
-        raise ValueError(f"an image needs a positive size, got {width} x {height}")
+        raise ConfigError(f"an image needs a positive size, got {width} x {height}")
     if detail == "low":
         return IMAGE_BASE_TOKENS
     scale = min(1.0, 2048 / max(width, height))
@@ -245,4 +247,4 @@ def part_tokens(part: Mapping[str, Any], encode: Callable[[str], int], unknown_i
     if kind == "input_audio":
         audio = part["input_audio"]
         return math.ceil(_audio_seconds(audio["data"], audio.get("format", "wav")) * AUDIO_TOKENS_PER_SECOND)
-    raise ValueError(f"part type {kind!r} cannot be counted; check it with part_problem first")
+    raise ConfigError(f"part type {kind!r} cannot be counted; check it with part_problem first")

@@ -46,6 +46,8 @@ from collections.abc import Callable
 
 import tiktoken
 
+from .errors import ConfigError
+
 __all__ = ["CL100K_PATTERN", "TRUSTED_UNICODE", "PieceCounter", "text_counter"]
 
 CL100K_PATTERN = (
@@ -116,7 +118,7 @@ class PieceCounter:
     def __init__(self, encoding: tiktoken.Encoding, *, max_pieces: int = 100_000) -> None:
         compiled = _cl100k_in_re() if getattr(encoding, "_pat_str", None) == CL100K_PATTERN else None
         if compiled is None:
-            raise ValueError(
+            raise ConfigError(
                 f"{getattr(encoding, 'name', encoding)!r}: only cl100k_base's pattern is cut into pieces "
                 "here (and only on Python 3.11 to 3.14); count with text_counter(encoding), which "
                 "falls back to encode_ordinary"

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import MessageError
+from .errors import ConfigError, MessageError
 from .summary_format import is_summary
 
 __all__ = ["PIN_TOOL", "PIN_KINDS", "Pin", "pin_tool_schema", "is_pin_call", "marked_caller", "pinned_items"]
@@ -81,7 +81,7 @@ def pin_tool_schema(name: str = PIN_TOOL) -> dict[str, Any]:
     Raises ``ValueError`` for a name that is not a non-empty string.
     """
     if not isinstance(name, str) or not name:
-        raise ValueError(f"the pin tool's name must be a non-empty string (default {PIN_TOOL!r}), got {name!r}")
+        raise ConfigError(f"the pin tool's name must be a non-empty string (default {PIN_TOOL!r}), got {name!r}")
     return {
         "type": "function",
         "function": {

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from .assembler import Assembler
 from .assembly import AssemblyState
 from .budget import ContextBudget
+from .errors import ConfigError
 from .events import MemoryLog
 from .memory_policy import MemoryPolicy
 from .messages import strip_course_keys
@@ -94,7 +95,7 @@ class Policy:
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         if len(history) < self._seen:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.name}: the history is shorter than the one followed so far "
                 f"({len(history)} < {self._seen} messages); call reset() to start a new run"
             )

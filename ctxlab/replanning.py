@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .errors import ConfigError, ConfigTypeError
 from .events import MemoryEvent
 from .scratchpad import Scratchpad
 
@@ -93,7 +94,7 @@ def replan_due(
     Raises :class:`ValueError` when ``min_share`` is not a fraction in (0, 1].
     """
     if isinstance(min_share, bool) or not isinstance(min_share, (int, float)) or not 0 < min_share <= 1:
-        raise ValueError(
+        raise ConfigError(
             f"min_share must be a fraction in (0, 1] (0.25: a change that takes out a quarter of "
             f"the history calls for a re-plan), got {min_share!r}"
         )
@@ -120,7 +121,7 @@ def replan_message(pad: Scratchpad) -> dict[str, Any]:
     'GOAL: g'
     """
     if not isinstance(pad, Scratchpad):
-        raise TypeError(f"replan_message needs a ctxlab.Scratchpad, got {type(pad).__name__}")
+        raise ConfigTypeError(f"replan_message needs a ctxlab.Scratchpad, got {type(pad).__name__}")
     parts = [f"{REPLAN_HEADER}\nGOAL: {pad.goal.strip()}"]
     for section, heading in (("remaining", "REMAINING"), ("failed", "DO NOT RETRY"), ("retry_later", "RETRY LATER")):
         lines = pad.lines(section)

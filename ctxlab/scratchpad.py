@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .calls import call_parts
-from .errors import BudgetError
+from .errors import BudgetError, ConfigError
 from .tokens import count_message, count_text
 
 __all__ = [
@@ -124,7 +124,7 @@ class Scratchpad:
 
     def __post_init__(self) -> None:
         if not isinstance(self.goal, str) or not self.goal.strip():
-            raise ValueError("a scratchpad needs a goal: a non-empty string saying what the run is for")
+            raise ConfigError("a scratchpad needs a goal: a non-empty string saying what the run is for")
 
     # -- lines ---------------------------------------------------------------------------
 
@@ -198,7 +198,7 @@ class Scratchpad:
         if max_tokens is None:
             return full
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-            raise ValueError(f"max_tokens must be a whole number of tokens >= 0, got {max_tokens!r}")
+            raise ConfigError(f"max_tokens must be a whole number of tokens >= 0, got {max_tokens!r}")
         if measure(full) <= max_tokens:
             return full
         total = self.sheddable()
@@ -397,7 +397,7 @@ def call_signature(call: Mapping[str, Any]) -> str:
     """
     parts = call_parts(call)
     if parts is None:
-        raise ValueError(
+        raise ConfigError(
             "expected an OpenAI tool call {'id': ..., 'type': 'function', 'function': "
             "{'name': str, 'arguments': str}} (or a custom call, 'type': 'custom', 'custom': "
             f"{{'name': str, 'input': str}}), got {call!r}"

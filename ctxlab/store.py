@@ -30,7 +30,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import ReferenceNotFound, StoreError
+from .errors import ConfigError, ReferenceNotFound, StoreError
 
 __all__ = ["TrajectoryStore", "REF_PATTERN"]
 
@@ -81,7 +81,7 @@ class TrajectoryStore:
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, run: str = "run") -> None:
         if not isinstance(run, str) or not _RUN_NAME.fullmatch(run):
-            raise ValueError(
+            raise ConfigError(
                 f"run must be a name of letters, digits and _ . : - (it appears in references "
                 f"like 'research#16'), got {run!r}"
             )

@@ -50,7 +50,7 @@ from typing import Any
 
 from ._retired import retired
 from .calls import call_parts
-from .errors import BudgetError, SummaryError
+from .errors import BudgetError, ConfigError, ConfigTypeError, SummaryError
 from .events import MemoryLog
 from .llm import complete
 from .offline import offline_summary as _offline_summary  # noqa: F401 - a retired name returns it
@@ -246,7 +246,7 @@ def compact(
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < MIN_SUMMARY_TOKENS
     ):
-        raise ValueError(
+        raise ConfigError(
             f"max_tokens must be a whole number of tokens >= {MIN_SUMMARY_TOKENS} (the summary's cap: "
             f"room for its prefix and a line), got {max_tokens!r}"
         )
@@ -367,15 +367,15 @@ def trim_and_summarise(
 
 def _check_options(allowance: Any, on_failure: Any, log: MemoryLog | None, summary_max: Any) -> None:
     if isinstance(allowance, bool) or not isinstance(allowance, int):
-        raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
+        raise ConfigTypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
     if on_failure not in ("raise", "trim"):
-        raise ValueError(f"on_failure must be 'raise' or 'trim', got {on_failure!r}")
+        raise ConfigError(f"on_failure must be 'raise' or 'trim', got {on_failure!r}")
     if on_failure == "trim" and log is None:
-        raise ValueError("on_failure='trim' needs a log (a ctxlab.MemoryLog): the dropped steps are kept there")
+        raise ConfigError("on_failure='trim' needs a log (a ctxlab.MemoryLog): the dropped steps are kept there")
     if summary_max is not None and (
         isinstance(summary_max, bool) or not isinstance(summary_max, int) or summary_max < MIN_SUMMARY_TOKENS
     ):
-        raise ValueError(f"summary_max must be a whole number of tokens >= {MIN_SUMMARY_TOKENS}, got {summary_max!r}")
+        raise ConfigError(f"summary_max must be a whole number of tokens >= {MIN_SUMMARY_TOKENS}, got {summary_max!r}")
 
 
 def _counted_once(counter: Callable[[Message], int]) -> Callable[[Message], int]:

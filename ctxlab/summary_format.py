@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .errors import ConfigError, ConfigTypeError
+
 __all__ = [
     "SUMMARY_PREFIX",
     "SECTIONS",
@@ -90,7 +92,7 @@ def compaction_prompt(steps_text: str, prior_summary: str | None = None, *, max_
     (True, True, True)
     """
     if not isinstance(steps_text, str):
-        raise TypeError(f"steps_text must be the rendered steps (a str, see render_steps), got {type(steps_text).__name__}")
+        raise ConfigTypeError(f"steps_text must be the rendered steps (a str, see render_steps), got {type(steps_text).__name__}")
     parts = [COMPACTION_INSTRUCTIONS]
     if max_tokens is not None:
         parts.append(CAP_LINE.format(max_tokens=max_tokens))
@@ -133,7 +135,7 @@ def summary_text(message: Message) -> str:
     'FACTS:\\n- none'
     """
     if not is_summary(message):
-        raise ValueError(f"not a summary message (its content must start with {SUMMARY_PREFIX!r})")
+        raise ConfigError(f"not a summary message (its content must start with {SUMMARY_PREFIX!r})")
     return message["content"][len(SUMMARY_PREFIX):].strip()
 
 
@@ -198,7 +200,7 @@ def bound_summary(text: str, max_tokens: int, count: Callable[[Message], int] | 
     'FACTS:\\n- one'
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a whole number of tokens >= 1, got {max_tokens!r}")
+        raise ConfigError(f"max_tokens must be a whole number of tokens >= 1, got {max_tokens!r}")
     text = text.strip()
     if summary_tokens(text, count) <= max_tokens:
         return text

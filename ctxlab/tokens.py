@@ -60,7 +60,7 @@ from typing import Any
 import tiktoken
 
 from .calls import CALL_TYPES, PARALLEL_CALL, call_parts, call_problem, parallel_arguments
-from .errors import EncodingUnavailable, MessageError
+from .errors import ConfigError, ConfigTypeError, EncodingUnavailable, MessageError
 from .parts import part_problem, part_tokens
 from .pieces import text_counter
 from .tool_text import TOOL_BLOCK_ADJUSTMENT, tool_block
@@ -222,7 +222,7 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     except ValueError as err:
         if "Unknown encoding" in str(err):
             known = ", ".join(sorted(tiktoken.list_encoding_names()))
-            raise ValueError(f"unknown encoding {name!r}; tiktoken knows: {known}") from err
+            raise ConfigError(f"unknown encoding {name!r}; tiktoken knows: {known}") from err
         raise EncodingUnavailable(
             f"could not load the {name} rank file: {err}. Offline, only "
             f"{', '.join(_OFFLINE_SOURCES)} are available; use one, or connect once so "
@@ -247,7 +247,7 @@ def encoding_for_model(model: str) -> tiktoken.Encoding:
     try:
         name = tiktoken.encoding_name_for_model(model)
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"tiktoken does not know the model {model!r}; pass an encoding name instead, "
             f"such as ctxlab.encoding('o200k_base') for a recent OpenAI model"
         ) from None
@@ -269,7 +269,7 @@ def count_text(text: str, encoding: tiktoken.Encoding | str | None = None) -> in
     7
     """
     if not isinstance(text, str):
-        raise TypeError(f"count_text needs a str, got {type(text).__name__}")
+        raise ConfigTypeError(f"count_text needs a str, got {type(text).__name__}")
     return text_counter(_resolve(encoding))(text)
 
 
@@ -418,14 +418,14 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
     for index, tool in enumerate(tools):
         kind = tool.get("type", "function") if isinstance(tool, Mapping) else None
         if kind not in CALL_TYPES or not isinstance(tool.get(kind), Mapping):
-            raise ValueError(
+            raise ConfigError(
                 f"tool {index}: expected an OpenAI tool schema, "
                 "{'type': 'function', 'function': {'name': ..., 'parameters': ...}} or "
                 "{'type': 'custom', 'custom': {'name': ..., 'description': ...}}"
             )
         if kind == "function":
             if not isinstance(tool["function"].get("name"), str):
-                raise ValueError(f"tool {index}: a function tool needs 'function': {{'name': str, ...}}")
+                raise ConfigError(f"tool {index}: a function tool needs 'function': {{'name': str, ...}}")
             functions.append(tool)
         else:
             total += count(json.dumps(tool, separators=(",", ":"), ensure_ascii=False))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .errors import BudgetError
+from .errors import BudgetError, ConfigError, ConfigTypeError
 from .messages import validate_messages
 from .pins import PIN_TOOL, is_pin_call
 from .tokens import TokenCounter
@@ -230,9 +230,9 @@ def fit(
     (['g', 'b'], ['a'])
     """
     if isinstance(allowance, bool) or not isinstance(allowance, int):
-        raise TypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
+        raise ConfigTypeError(f"allowance must be a whole number of tokens, got {allowance!r}")
     if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 1:
-        raise ValueError(f"keep_recent must be an int >= 1 (the newest group is always kept), got {keep_recent!r}")
+        raise ConfigError(f"keep_recent must be an int >= 1 (the newest group is always kept), got {keep_recent!r}")
     validate_messages(messages)
     count = count or TokenCounter().message
     counter = getattr(count, "__self__", None)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ._retired import retired
 from .budget import model_calls
-from .errors import MessageError
+from .errors import ConfigError, MessageError
 from .events import MemoryLog
 from .messages import MessageChecker
 from .tokens import TokenCounter
@@ -85,9 +85,9 @@ class HighLowTrimmer:
     ) -> None:
         for name, value in (("high", high), ("low", low)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a whole number of tokens > 0, got {value!r}")
+                raise ConfigError(f"{name} must be a whole number of tokens > 0, got {value!r}")
         if low >= high:
-            raise ValueError(
+            raise ConfigError(
                 f"low ({low}) must be below high ({high}): the gap between them is how many "
                 "tokens can arrive before the next trim"
             )
@@ -128,7 +128,7 @@ class HighLowTrimmer:
     def __call__(self, history: Sequence[Message], *, lap: int | None = None) -> list[Message]:
         """The history to send: kept so far + new messages, trimmed to ``low`` when over ``high``."""
         if len(history) < self._seen or (self._seen and history[self._seen - 1] is not self._last):
-            raise ValueError(
+            raise ConfigError(
                 "this history does not continue the one the trimmer has followed (it is shorter, "
                 "or its earlier messages changed); a HighLowTrimmer follows one growing history: "
                 "call reset() to start on another"

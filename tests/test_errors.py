@@ -1,0 +1,59 @@
+"""Every error the library raises on purpose is a ``ctxlab.CtxlabError``, so one ``except``
+clause in an agent loop catches them all, and each keeps the built-in class it replaces
+(``ValueError``, ``TypeError``, ``RuntimeError``) so that older ``except`` clauses still do."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import ctxlab
+import ctxlab.errors
+
+LIBRARY = Path(ctxlab.__file__).parent
+# what the library may still raise as a built-in, and why
+PROTOCOL = {"IndexError": "a sequence's own protocol (ctxlab.history.MessageRuns)",
+            "AttributeError": "a module's own protocol (a retired name, ctxlab._retired)",
+            "NotImplementedError": "an abstract method",
+            "ImportError": "the openai package missing while a real model is asked for"}
+
+
+def raised_builtins(path: Path) -> list[str]:
+    """``raise Name(...)`` lines of ``path`` whose ``Name`` is a built-in exception."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name):
+            name = node.exc.func.id
+            if isinstance(getattr(__builtins__, name, None) if not isinstance(__builtins__, dict)
+                          else __builtins__.get(name), type) and name not in PROTOCOL:
+                found.append(f"{path.name}:{node.lineno} raise {name}(...)")
+    return found
+
+
+def test_the_library_raises_no_bare_builtin_error():
+    found = [line for path in sorted(LIBRARY.glob("*.py")) for line in raised_builtins(path)]
+    assert not found, "raise a ctxlab.errors class instead (ConfigError for a ValueError, ...):\n" + "\n".join(found)
+
+
+def test_every_error_class_is_a_ctxlab_error_and_keeps_its_builtin():
+    classes = [getattr(ctxlab.errors, name) for name in ctxlab.errors.__all__]
+    assert all(issubclass(cls, ctxlab.CtxlabError) for cls in classes)
+    assert issubclass(ctxlab.errors.ConfigError, ValueError)
+    assert issubclass(ctxlab.errors.ConfigTypeError, TypeError)
+    assert issubclass(ctxlab.errors.UsageError, RuntimeError)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ctxlab.MemoryPolicy(1000, low_water=1.5),  # an option out of its range
+    lambda: ctxlab.MemoryPolicy(1000).replace(window=5),  # an option it does not have
+    lambda: ctxlab.count_request({"model": "gpt-4o"}),  # no messages
+    lambda: ctxlab.count_request({"model": "not-a-model", "messages": [{"role": "user", "content": "hi"}]}),
+    lambda: ctxlab.images.image_cost("gpt-4o", 0, 10),
+    lambda: ctxlab.count_request(["not", "a", "dict"]),
+], ids=["policy option", "policy replace", "request without messages", "unknown model", "image size", "request type"])
+def test_an_agent_loop_catches_each_refusal_with_one_clause(call):
+    with pytest.raises(ctxlab.CtxlabError) as caught:
+        call()
+    assert str(caught.value), "a refusal says what is wrong"
