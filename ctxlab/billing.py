@@ -48,6 +48,7 @@ import tiktoken
 from .calls import PARALLEL_CALL, parallel_arguments
 from .errors import ConfigError, ConfigTypeError, MessageError
 from .images import image_cost, image_cost_ceiling
+from .messages import validate_messages
 from .parts import image_size
 from .tokens import RESULT_AUTHOR, TOKENS_PER_MESSAGE, count_message, count_messages, encoding
 from .tool_text import GPT5_TOOL_PREAMBLE, TOOL_BLOCK_ADJUSTMENT, tool_block
@@ -114,11 +115,15 @@ def _free_when_default(request: Mapping[str, Any]) -> set[str]:
     return free
 
 
-def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
+def count_request(request: Mapping[str, Any], *, strict: bool = False, validate: bool = True) -> int:
     """The ``prompt_tokens`` the API bills for ``request``, a Chat Completions request body.
 
     A key it does not know, or a tool that is not a function tool, is left out of the count with
-    an :class:`UnknownKeyWarning` naming it; with ``strict=True`` it is refused (``ValueError``).
+    an :class:`UnknownKeyWarning` naming it; with ``strict=True`` it is refused
+    (:class:`ctxlab.errors.ConfigError`). The messages are checked first, as
+    :func:`ctxlab.validate_messages` checks them (a role the API does not know, a tool result
+    no call asked for, a Responses API item): :class:`ctxlab.MessageError` names the first
+    problem. ``validate=False`` counts without checking, for a history known to be good.
 
     >>> count_request({"model": "gpt-3.5-turbo", "messages": [
     ...     {"role": "system", "content": "You are terse."},
@@ -143,6 +148,8 @@ def count_request(request: Mapping[str, Any], *, strict: bool = False) -> int:
     messages = request["messages"]
     if not isinstance(messages, list) or not messages:
         raise MessageError("the request's 'messages' must be a non-empty list of message dicts")
+    if validate:
+        validate_messages(messages)
     enc = encoding(encoding_name_for(request["model"]))
     messages, images, bounded = _images_apart(messages, request["model"])
     if bounded:

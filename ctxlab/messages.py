@@ -33,6 +33,9 @@ __all__ = ["ROLES", "MessageChecker", "as_message", "as_messages", "validate_mes
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The roles the Chat Completions API accepts today."""
+RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning", "message", "input_text",
+                   "output_text", "custom_tool_call", "custom_tool_call_output")
+"""Item types of the Responses API, which a Chat Completions history does not hold."""
 
 _STRING_CONTENT_ROLES = ("system", "developer", "user", "tool")
 
@@ -164,6 +167,10 @@ class MessageChecker:
             return [(index, _not_a_dict(message))]
         role = message.get("role")
         if role is None:
+            if message.get("type") in RESPONSES_ITEMS:
+                return [(index, f"a Responses API item (type {message['type']!r}), not a Chat Completions message: "
+                                "ctxlab reads Chat Completions messages; write a call as an assistant message's "
+                                "tool_calls and its output as a 'tool' message")]
             return [(index, "missing 'role'; use one of " + ", ".join(ROLES))]
         if role not in ROLES:
             hint = " (the legacy 'function' role is now 'tool')" if role == "function" else ""

@@ -494,10 +494,10 @@ def test_count_tools_is_what_the_tools_add_to_a_request(encoding_name, model):
     enc = ctxlab.encoding(encoding_name)
     for name in ctxlab.course.transcript_names():
         messages, tools = ctxlab.course.strip_course_keys(ctxlab.course.load_transcript(name)[:3]), ctxlab.course.load_tools(name)
-        for sent in (messages, messages[1:]):
-            added = (ctxlab.count_request({"model": model, "messages": sent, "tools": tools})
-                     - ctxlab.count_request({"model": model, "messages": sent}))
-            assert ctxlab.count_request({"model": model, "messages": sent}) == ctxlab.count_messages(sent, enc)
+        for sent in (messages, messages[1:]):  # the call at the end is unanswered: counted unchecked
+            added = (ctxlab.count_request({"model": model, "messages": sent, "tools": tools}, validate=False)
+                     - ctxlab.count_request({"model": model, "messages": sent}, validate=False))
+            assert ctxlab.count_request({"model": model, "messages": sent}, validate=False) == ctxlab.count_messages(sent, enc)
             if sent[0]["role"] == "system":
                 assert 0 <= ctxlab.count_tools(tools, enc) - added <= 4, name
             else:
@@ -608,3 +608,20 @@ def test_harmony_models_bill_each_reply_and_tool_exchange_with_its_channel():
     formatted = {"messages": messages[:4], "response_format": form}
     assert ctxlab.count_request({"model": "gpt-5", **formatted}) == (
         ctxlab.count_request({"model": "gpt-4.1", **formatted}) + 5 - 5)  # a constrained reply; the format's -5
+
+
+@pytest.mark.parametrize("messages, refusal", [
+    ([{"role": "bot", "content": "hi"}], r"message 0: unknown role 'bot'"),
+    ([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "r"}],
+     r"message 1: tool result for call 'x' does not follow an assistant message that made that call"),
+    ([{"type": "function_call", "name": "f", "arguments": "{}", "call_id": "c"}],
+     r"message 0: a Responses API item \(type 'function_call'\), not a Chat Completions message"),
+], ids=["unknown role", "orphan result", "responses item"])
+def test_count_request_checks_the_messages_as_validate_messages_does(messages, refusal):
+    request = {"model": "gpt-4o", "messages": messages}
+    with pytest.raises(ctxlab.MessageError, match=refusal) as counted:
+        ctxlab.count_request(request)
+    with pytest.raises(ctxlab.MessageError) as validated:
+        ctxlab.validate_messages(messages)
+    assert str(counted.value) == str(validated.value)
+    assert ctxlab.count_request(request, validate=False) > 0  # a history known to be good, unchecked
