@@ -327,13 +327,13 @@ class ScriptedClient:
 
 
 _ASYNC_CLIENT = (
-    "complete() needs a synchronous client, but this client's chat.completions.create is "
+    "ctxlab's summaries need a synchronous client, but this client's chat.completions.create is "
     "async (openai.AsyncOpenAI or similar): pass openai.OpenAI(...) or ctxlab.get_client() "
     "instead, or await client.chat.completions.create(...) yourself"
 )
 
 
-def _sync_create(client: Any) -> Callable[..., Any]:
+def sync_create(client: Any) -> Callable[..., Any]:
     """``client.chat.completions.create``, refusing a client that lacks it or is async."""
     create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
     if create is None:
@@ -464,7 +464,7 @@ def complete(
         raise ConfigError(f"retries must be a whole number >= 0, got {retries!r}")
     from .messages import strip_course_keys
 
-    create = _sync_create(client)
+    create = sync_create(client)
     model = model or summary_model()
     request = strip_course_keys(messages)
     attempts = retries + 1

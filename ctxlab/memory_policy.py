@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from .budget import ContextBudget
 from .compression import check_tiers
 from .errors import ConfigError, ConfigTypeError
+from .llm import sync_create
 from .pins import PIN_TOOL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,6 +103,8 @@ class MemoryPolicy:
             )
         if self.model is not None and not isinstance(self.model, str):
             raise ConfigTypeError(f"model must be a model's name or None (the client's default), got {self.model!r}")
+        if self.client is not None:  # refused now, not at the first summary laps into the run
+            sync_create(self.client)
 
     @property
     def compression(self) -> dict[str, Any]:

@@ -344,9 +344,15 @@ def validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
 
 
 def strip_course_keys(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Copies of ``messages`` without the course keys, ready to send to the API.
+    """Copies of ``messages`` without the course keys, ready to send to the API, and without
+    the keys the SDK's ``model_dump()`` sets to ``None`` (``tool_calls``, ``audio``,
+    ``function_call``, ``refusal``...): they carry nothing, and a prompt should not send them
+    back. ``content`` stays, ``None`` or not.
 
     >>> strip_course_keys([{"role": "user", "content": "hi", "step": 0, "pinned": True}])
     [{'role': 'user', 'content': 'hi'}]
+    >>> strip_course_keys([{"role": "assistant", "content": "Done.", "tool_calls": None, "audio": None}])
+    [{'role': 'assistant', 'content': 'Done.'}]
     """
-    return [{k: v for k, v in m.items() if k not in COURSE_KEYS} for m in messages]
+    return [{k: v for k, v in m.items() if k not in COURSE_KEYS and (v is not None or k == "content")}
+            for m in messages]

@@ -57,3 +57,30 @@ def test_an_agent_loop_catches_each_refusal_with_one_clause(call):
     with pytest.raises(ctxlab.CtxlabError) as caught:
         call()
     assert str(caught.value), "a refusal says what is wrong"
+
+
+def test_a_policy_refuses_a_client_it_could_not_call_when_it_is_made():
+    """Not at the first summary, laps into a run."""
+    import openai
+
+    budget = ctxlab.ContextBudget(window=8_000)
+    asynchronous = openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ctxlab.CtxlabError, match="need a synchronous client"):
+        ctxlab.MemoryPolicy(budget, client=asynchronous)
+    with pytest.raises(TypeError, match=r"must have the openai interface, client.chat.completions.create"):
+        ctxlab.MemoryPolicy(budget, client=object())
+    assert ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()).client is not None
+
+
+def test_keys_the_sdk_set_to_none_never_reach_the_prompt():
+    """A reply kept as ``message.model_dump()`` holds ``tool_calls: None``, ``audio: None``...;
+    the assembled prompt leaves them out (and counts the same)."""
+    dumped = {"role": "assistant", "content": "Looking.", "refusal": None, "audio": None, "function_call": None,
+              "tool_calls": None, "annotations": None}
+    history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Find it."}, dumped,
+               {"role": "user", "content": "And?"}]
+    policy = ctxlab.MemoryPolicy(ctxlab.ContextBudget(window=4_000, reserve_output=500))
+    context = ctxlab.build_context(history, policy=policy)
+    sent = [m for m in context.messages if m.get("role") == "assistant"]
+    assert sent == [{"role": "assistant", "content": "Looking."}], sent
+    assert ctxlab.count_messages(context.messages) == ctxlab.count_messages(history)
