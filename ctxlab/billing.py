@@ -46,7 +46,7 @@ from typing import Any
 import tiktoken
 
 from .calls import PARALLEL_CALL, parallel_arguments
-from .errors import ConfigError, ConfigTypeError, MessageError
+from .errors import ConfigError, ConfigTypeError, MessageError, _check_tool_list
 from .images import image_cost, image_cost_ceiling
 from .messages import validate_messages
 from .parts import image_size
@@ -509,6 +509,9 @@ def _functions(request: Mapping[str, Any], strict: bool = False) -> list[Mapping
     """The request's function tools and legacy ``functions``, checked. A tool of another type
     (``custom``, whose rendering no published rule gives) is left out with an
     :class:`UnknownKeyWarning`, or refused when ``strict``."""
+    for key in ("tools", "functions"):
+        if request.get(key):
+            _check_tool_list(request[key], key)
     tools = list(request.get("tools") or []) + list(request.get("functions") or [])
     other = [(index, tool.get("type")) for index, tool in enumerate(tools)
              if isinstance(tool, Mapping) and tool.get("type", "function") != "function"]

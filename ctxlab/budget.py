@@ -84,11 +84,9 @@ class ContextBudget:
         ):
             raise BudgetError(f"summary_max must be a whole number of tokens >= 1 (or None), got {self.summary_max!r}")
         for name in ("window", "reserve_output", "scratchpad_max"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise BudgetError(f"{name} must be a whole number of tokens >= 0, got {value!r}")
-        if self.window == 0:
-            raise BudgetError("window must be > 0 tokens")
+            value, least = getattr(self, name), 1 if name == "window" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise BudgetError(f"{name} must be a whole number of tokens >= {least}, got {value!r}")
         if self.reserve_output >= self.window:
             raise BudgetError(
                 f"reserve_output ({self.reserve_output}) must be smaller than the window "

@@ -132,3 +132,18 @@ class ReferenceNotFound(StoreError, LookupError):
 
     def __str__(self) -> str:  # LookupError would quote the message like a key
         return str(self.args[0]) if self.args else ""
+
+
+def _check_tool_list(tools: object, where: str = "tools") -> None:
+    """Refuse ``tools`` given as a dict, or as anything but a list (or tuple) of tool schemas.
+
+    >>> _check_tool_list({"search": {"type": "function"}})
+    Traceback (most recent call last):
+    ...
+    ctxlab.errors.ConfigTypeError: tools must be a list of tool schemas, got a dict with keys ['search']: pass list(tools.values()) if its values are the schemas
+    """
+    if isinstance(tools, dict):
+        raise ConfigTypeError(f"{where} must be a list of tool schemas, got a dict with keys {sorted(tools)[:5]}: "
+                              f"pass list({where}.values()) if its values are the schemas")
+    if not isinstance(tools, (list, tuple)):
+        raise ConfigTypeError(f"{where} must be a list of tool schemas, got {type(tools).__name__}")

@@ -60,7 +60,13 @@ from typing import Any
 import tiktoken
 
 from .calls import CALL_TYPES, PARALLEL_CALL, call_parts, call_problem, parallel_arguments
-from .errors import ConfigError, ConfigTypeError, EncodingUnavailable, MessageError
+from .errors import (
+    ConfigError,
+    ConfigTypeError,
+    EncodingUnavailable,
+    MessageError,
+    _check_tool_list,
+)
 from .parts import part_problem, part_tokens
 from .pieces import text_counter
 from .tool_text import TOOL_BLOCK_ADJUSTMENT, tool_block
@@ -413,6 +419,7 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
     """
     if not tools:
         return 0
+    _check_tool_list(tools)
     count = text_counter(_resolve(encoding))
     functions, total = [], 0
     for index, tool in enumerate(tools):

@@ -84,3 +84,21 @@ def test_keys_the_sdk_set_to_none_never_reach_the_prompt():
     sent = [m for m in context.messages if m.get("role") == "assistant"]
     assert sent == [{"role": "assistant", "content": "Looking."}], sent
     assert ctxlab.count_messages(context.messages) == ctxlab.count_messages(history)
+
+
+@pytest.mark.parametrize("window", [-5, 0])
+def test_a_window_of_no_tokens_gets_one_message_whatever_its_sign(window):
+    with pytest.raises(ctxlab.BudgetError, match=rf"window must be a whole number of tokens >= 1, got {window}$"):
+        ctxlab.ContextBudget(window=window)
+
+
+@pytest.mark.parametrize("count", [
+    lambda tools: ctxlab.count_tools(tools),
+    lambda tools: ctxlab.count_request({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
+                                        "tools": tools}),
+], ids=["count_tools", "count_request"])
+def test_tools_given_as_a_dict_are_refused_as_such(count):
+    tools = {"search": {"type": "function", "function": {"name": "search"}}}
+    with pytest.raises(ctxlab.CtxlabError, match=r"tools must be a list of tool schemas, got a dict with keys "
+                                                 r"\['search'\]: pass list\(tools.values\(\)\)"):
+        count(tools)
