@@ -77,6 +77,7 @@ from .tokens import (
     TokenCounter,
     _line_start_after,
     _line_start_before,
+    _plain,
     count_tools,
 )
 from .trimming import PINNED_ROLES, pins_itself
@@ -205,7 +206,8 @@ class Assembler:
                 f"message list: expected a list of message dicts, got {type(messages).__name__}; "
                 "wrap a single message in a list (or pass it to append)"
             )
-        batch = list(messages)
+        originals = list(messages)
+        batch = [_plain(message) for message in originals]  # an SDK object is kept as its dump
         trial = self._checker.fork()
         first = len(self)
         for offset, message in enumerate(batch):
@@ -234,7 +236,7 @@ class Assembler:
         trial.commit()
         self._add(batch, counts)
         if given:
-            self._lap, self._last_given = last, given[-1]
+            self._lap, self._last_given = last, originals[-1]
 
     def _count_new(self, message: Message) -> tuple[int, _Pieces | None]:
         """A new message's tokens, and the pieces it was encoded in (see :class:`_Pieces`) when it

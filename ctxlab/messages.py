@@ -27,7 +27,7 @@ from typing import Any
 from .calls import call_problem
 from .errors import MessageError, UsageError
 from .parts import part_problem
-from .tokens import COURSE_KEYS
+from .tokens import COURSE_KEYS, _plain
 
 __all__ = ["ROLES", "MessageChecker", "as_message", "as_messages", "validate_messages", "message_problems", "strip_course_keys"]
 
@@ -163,6 +163,7 @@ class MessageChecker:
     def check(self, index: int, message: Any) -> list[tuple[int | None, str]]:
         """The problems of ``message`` at position ``index``, given every message before it."""
         problems: list[tuple[int | None, str]] = []
+        message = _plain(message)  # an SDK object is read as its dump
         if not isinstance(message, Mapping):
             return [(index, _not_a_dict(message))]
         role = message.get("role")
@@ -278,11 +279,9 @@ def as_message(message: Any) -> dict[str, Any]:
         return message
     if isinstance(message, Mapping):
         return dict(message)
-    dump = getattr(message, "model_dump", None)
-    if dump is None:
+    if getattr(message, "model_dump", None) is None:
         raise MessageError(f"the message: {_not_a_dict(message)}")
-    data = dump(exclude_none=True)
-    return {k: v for k, v in data.items() if v is not None and not (k == "annotations" and v == [])}
+    return _plain(message)
 
 
 def as_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
@@ -329,8 +328,8 @@ def validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
     :mod:`ctxlab.parts`), the keys the SDK's ``model_dump()`` adds (``refusal``, ``audio``,
     ``annotations``, ``function_call``, any of them ``None``), a call id used again by a later
     assistant message, and the course keys ``step`` and ``pinned``. Whatever it accepts,
-    :func:`ctxlab.count_messages` can count. SDK objects are refused with the fix
-    (:func:`ctxlab.messages.as_messages` converts them).
+    :func:`ctxlab.count_messages` can count. An SDK object (``ChatCompletionMessage``) is
+    read as its ``model_dump(exclude_none=True)``, as :func:`ctxlab.messages.as_message` gives it.
 
     >>> validate_messages([{"role": "user", "content": "hi"}, {"role": "assistant"}])
     >>> validate_messages([{"role": "user", "content": ["hi"]}])

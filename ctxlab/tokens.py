@@ -360,6 +360,15 @@ def _content_parts_tokens(parts: list, encode, index: int | None, role: Any, unk
     return total
 
 
+def _plain(message: Any) -> Any:
+    """``message`` as a plain dict when it is an SDK object (pydantic, ``model_dump``), with the
+    fields it sets to ``None`` and an empty ``annotations`` left out; anything else as it is."""
+    if isinstance(message, Mapping) or not callable(getattr(message, "model_dump", None)):
+        return message
+    data = message.model_dump(exclude_none=True)
+    return {key: value for key, value in data.items() if value is not None and not (key == "annotations" and value == [])}
+
+
 def count_message(
     message: Mapping[str, Any],
     encoding: tiktoken.Encoding | str | None = None,
@@ -374,7 +383,7 @@ def count_message(
     >>> count_message({"role": "user", "content": "Hello!"})
     6
     """
-    return _message_tokens(message, text_counter(_resolve(encoding)), None, unknown_image_tokens)
+    return _message_tokens(_plain(message), text_counter(_resolve(encoding)), None, unknown_image_tokens)
 
 
 def count_messages(
@@ -397,7 +406,7 @@ def count_messages(
     """
     encode = text_counter(_resolve(encoding))
     return REPLY_PRIMING + sum(
-        _message_tokens(message, encode, index, unknown_image_tokens) for index, message in enumerate(messages)
+        _message_tokens(_plain(message), encode, index, unknown_image_tokens) for index, message in enumerate(messages)
     )
 
 

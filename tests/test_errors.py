@@ -102,3 +102,22 @@ def test_tools_given_as_a_dict_are_refused_as_such(count):
     with pytest.raises(ctxlab.CtxlabError, match=r"tools must be a list of tool schemas, got a dict with keys "
                                                  r"\['search'\]: pass list\(tools.values\(\)\)"):
         count(tools)
+
+
+def test_a_reply_straight_from_the_sdk_is_accepted_where_a_message_is():
+    """The openai SDK's ChatCompletionMessage, appended to the history as it comes back: read as
+    its dump (without the fields it sets to None), by counting, checking and assembling."""
+    from openai.types.chat import ChatCompletionMessage
+
+    reply = ChatCompletionMessage(role="assistant", content="It is 4 C in Oslo.")
+    history = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Oslo?"}, reply]
+    as_dicts = [*history[:2], {"role": "assistant", "content": "It is 4 C in Oslo."}]
+    ctxlab.validate_messages(history)
+    assert ctxlab.count_messages(history) == ctxlab.count_messages(as_dicts)
+    assert ctxlab.count_request({"model": "gpt-4o", "messages": history}) == (
+        ctxlab.count_request({"model": "gpt-4o", "messages": as_dicts}))
+    policy = ctxlab.MemoryPolicy(ctxlab.ContextBudget(window=4_000, reserve_output=500))
+    assert ctxlab.build_context(history, policy=policy).messages == ctxlab.build_context(as_dicts, policy=policy).messages
+    assembler = ctxlab.Assembler(policy)
+    assembler.context(history)
+    assembler.context([*history, {"role": "user", "content": "And tomorrow?"}])  # the same reply object continues it
