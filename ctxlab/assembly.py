@@ -55,7 +55,7 @@ from typing import Any
 
 from .budget import Allocation, ContextBudget
 from .compression import compress_history
-from .errors import BudgetError
+from .errors import BudgetError, SummaryError
 from .events import MemoryLog
 from .eviction import small_talk_groups
 from .memory_policy import MemoryPolicy, as_policy
@@ -611,8 +611,18 @@ def cut_older(
     """The last stages: older turns summarised (:func:`summarise_cut`), or, with no client or no
     room for a summary, the oldest trimmed (:func:`trim_without_summary`)."""
     options = dict(low_water=policy.low_water, keep_recent=policy.keep_recent, count=count)
-    summarised = summarise_cut(middle, elastic, state, allowance, policy.budget.summary_cap, client=policy.client,
-                               model=policy.model, **options)
+    try:
+        summarised = summarise_cut(middle, elastic, state, allowance, policy.budget.summary_cap,
+                                   client=policy.client, model=policy.model, **options)
+    except SummaryError as err:
+        if policy.on_summary_error != "trim":
+            raise
+        # the run goes on: this lap is trimmed without folding anything in; the summary so far is
+        # kept for the next lap, and what is cut is in the log and in ``dropped``, in full
+        why = (f"the summariser failed ({err.reason or 'error'} after {err.attempts} attempt(s)): trimmed "
+               "without a summary this lap (on_summary_error='trim')")
+        return trim_without_summary(middle, state, allowance, budget=policy.budget, fixed=fixed,
+                                    pad_tokens=pad_tokens, why=why, **options)
     if summarised is not None:
         return summarised
     why = ("no summary" if policy.client is None and not state.summary

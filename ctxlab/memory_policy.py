@@ -16,6 +16,9 @@ make about what stays in the window, held in one object.
 ``pin_tool``           the tool whose calls pin what they carry (:mod:`ctxlab.pins`)
 ``small_talk_tokens``  drop old small talk of at most this many tokens first (0: off,
                        :mod:`ctxlab.eviction`)
+``on_summary_error``   ``"raise"`` (the default): a summary that fails raises
+                       :class:`ctxlab.SummaryError`; ``"trim"``: that lap is trimmed without
+                       folding anything in, and the log's ``trim`` event says why
 =====================  ======================================================================
 
 The policy is fixed for a run; the request's tools, the scratchpad and the state move from
@@ -78,6 +81,7 @@ class MemoryPolicy:
     pin_user_messages: bool = False
     pin_tool: str | None = PIN_TOOL
     small_talk_tokens: int = 0
+    on_summary_error: str = "raise"
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, ContextBudget):
@@ -103,6 +107,8 @@ class MemoryPolicy:
             )
         if self.model is not None and not isinstance(self.model, str):
             raise ConfigTypeError(f"model must be a model's name or None (the client's default), got {self.model!r}")
+        if self.on_summary_error not in ("raise", "trim"):
+            raise ConfigError(f"on_summary_error must be 'raise' or 'trim', got {self.on_summary_error!r}")
         if self.client is not None:  # refused now, not at the first summary laps into the run
             sync_create(self.client)
 
@@ -119,7 +125,7 @@ class MemoryPolicy:
         >>> ctxlab.MemoryPolicy(ctxlab.ContextBudget()).replace(window=8_000)
         Traceback (most recent call last):
         ...
-        ctxlab.errors.ConfigTypeError: MemoryPolicy has no option 'window'; its options are budget, client, model, low_water, keep_recent, keep_full_for, compress_after, max_chars, store, pin_user_messages, pin_tool, small_talk_tokens
+        ctxlab.errors.ConfigTypeError: MemoryPolicy has no option 'window'; its options are budget, client, model, low_water, keep_recent, keep_full_for, compress_after, max_chars, store, pin_user_messages, pin_tool, small_talk_tokens, on_summary_error
         """
         unknown = sorted(set(changes) - set(OPTIONS))
         if unknown:

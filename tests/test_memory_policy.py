@@ -31,7 +31,7 @@ def test_the_options_are_the_ones_the_signatures_lost():
     # build_context and the Assembler keep only what moves from lap to lap beside the policy
     assert OPTIONS == ("budget", "client", "model", "low_water", "keep_recent", "keep_full_for",
                        "compress_after", "max_chars", "store", "pin_user_messages", "pin_tool",
-                       "small_talk_tokens")
+                       "small_talk_tokens", "on_summary_error")
     assert list(inspect.signature(ctxlab.build_context).parameters) == [
         "history", "policy", "tools", "scratchpad", "state", "step", "log", "count", "options"]
     assert list(inspect.signature(ctxlab.Assembler).parameters) == ["policy", "tools", "log", "counter", "options"]
@@ -122,3 +122,28 @@ def test_the_lesson_policy_assemble_makes_its_policy_per_budget():
     assemble(record(9), lap=9, budget=BUDGET, tools=TOOLS)
     assert assemble._assembler.policy == ctxlab.MemoryPolicy(
         BUDGET, client=assemble.client, low_water=0.5, keep_full_for=3, pin_user_messages=True)
+
+
+def test_on_summary_error_trim_lets_the_run_go_on_when_the_summariser_fails():
+    """The default stays strict (SummaryError); with "trim", the lap is trimmed without a summary,
+    the log says why, and nothing cut is lost (it is in ``dropped``)."""
+    import ctxlab.course
+
+    history = ctxlab.course.load_transcript("research")[:61]
+    budget = ctxlab.ContextBudget(window=12_000, reserve_output=2_000, scratchpad_max=600)
+
+    def failing():
+        return ctxlab.course.ScriptedClient([TimeoutError("stalled")] * 3)
+
+    with pytest.raises(ctxlab.SummaryError, match="timeout"):
+        ctxlab.build_context(history, policy=ctxlab.MemoryPolicy(budget, client=failing()))
+    log = ctxlab.MemoryLog()
+    policy = ctxlab.MemoryPolicy(budget, client=failing(), on_summary_error="trim")
+    context = ctxlab.build_context(history, policy=policy, log=log)
+    (trim,) = [event for event in log if event.kind == "trim"]
+    assert "the summariser failed (timeout after 3 attempt(s))" in trim.detail and "on_summary_error='trim'" in trim.detail
+    assert not any(ctxlab.is_summary(m) for m in context.messages)
+    assert context.dropped and ctxlab.pairs_ok(context.messages)
+    assert ctxlab.count_messages(context.messages) <= budget.input_limit
+    with pytest.raises(ctxlab.CtxlabError, match="on_summary_error must be 'raise' or 'trim', got 'skip'"):
+        ctxlab.MemoryPolicy(budget, on_summary_error="skip")
