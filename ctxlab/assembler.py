@@ -73,7 +73,6 @@ from .scratchpad import Scratchpad, is_scratchpad_message
 from .summarising import is_summary, summary_message
 from .tokens import (
     COURSE_KEYS,
-    REPLY_PRIMING,
     TokenCounter,
     _line_start_after,
     _line_start_before,
@@ -111,7 +110,9 @@ class Assembler:
     A message without a ``step`` (a history straight from the API) is kept as a copy with its
     lap, numbered as ``build_context`` numbers it (:func:`ctxlab.assembly.number_laps`).
     ``state`` is the summary and the cut so far, ``log`` every decision, ``counter`` the
-    :class:`ctxlab.TokenCounter` used (each distinct message is encoded once).
+    :class:`ctxlab.TokenCounter` used (each distinct message is encoded once): by default the
+    budget's (:meth:`ctxlab.ContextBudget.counter`), which counts as the API bills the model the
+    budget names; a counter for another model is refused.
 
     The small-talk stage of eviction is off by default (``small_talk_tokens=0``), as in
     ``build_context``: it drops short unpinned messages outright, and a short user message may
@@ -161,7 +162,13 @@ class Assembler:
         self.pin_tool = policy.pin_tool
         self.compression = policy.compression
         self.log = log if log is not None else MemoryLog()
-        self.counter = counter or TokenCounter()
+        self.counter = counter or self.budget.counter()
+        if self.budget.model is not None and isinstance(counter, TokenCounter) and not isinstance(counter, _CountWith) \
+                and counter.model != self.budget.model:
+            raise ConfigError(
+                f"the counter counts for {counter.model or 'no model (cl100k_base)'!r} but the budget is for "
+                f"{self.budget.model!r}: leave counter out and the budget's model picks it"
+            )
         self.state = AssemblyState()
         self._static: list[Message] = []
         self._elastic: list[Message] = []
@@ -172,8 +179,8 @@ class Assembler:
         self._checker = MessageChecker()
         self._memo: dict = {}
         self._tokens = 0  # of the elastic part
-        self._static_tokens = 0
-        self._tools_tokens = self.counter.tools(tools)
+        self.counter.tools(tools)  # checks the schemas now, not at the first lap
+        self._fixed: int | None = None  # the fixed prefix's tokens, counted when first needed
         self._starts: list[int] = []  # elastic index of each group's first message
         self._pinned: list[int] = []  # numbers of the pinned groups, ascending
         self._pinned_set: set[int] = set()
@@ -302,7 +309,7 @@ class Assembler:
                     max_step = step
                 if not elastic and role in PINNED_ROLES:
                     static.append(message)
-                    self._static_tokens += tokens
+                    self._fixed = None
                     continue
                 if not (role == "tool" and collecting):
                     starts.append(len(elastic))
@@ -338,6 +345,13 @@ class Assembler:
             )
         self.extend(history[seen:])
         return self.build(scratchpad=scratchpad, step=step)
+
+    def _fixed_tokens(self) -> int:
+        """Tokens of the fixed prefix: the static messages, the tool schemas and the reply
+        priming, as the counter counts them (:meth:`ctxlab.TokenCounter.prefix`)."""
+        if self._fixed is None:
+            self._fixed = self.counter.prefix(self._static, self.tools)
+        return self._fixed
 
     def _group_of(self, start: int) -> int:
         """The number of the group that starts at elastic index ``start``."""
@@ -375,7 +389,7 @@ class Assembler:
         prompt as the kept window when nothing is cut. :func:`ctxlab.build_context` runs only
         this: for one lap, building the window first would be work thrown away when it cuts."""
         self._window = None
-        fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
+        fixed = self._fixed_tokens()
         context = assemble(
             self._static, self._elastic, self.policy, self.state, pinned=self._pinned_spans(),
             scratchpad=scratchpad, step=step, log=self.log, count=self.counter.message,
@@ -432,7 +446,7 @@ class Assembler:
         self._window = window
         budget = self.budget
         pad_message, pad_tokens, pad_events = self._pad(scratchpad, step)
-        fixed = self._static_tokens + self._tools_tokens + REPLY_PRIMING
+        fixed = self._fixed_tokens()
         try:
             allowance = budget.history_allowance(fixed, pad_tokens)
         except BudgetError:

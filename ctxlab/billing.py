@@ -17,9 +17,9 @@ the JSON that was sent:
 * a ``tool_choice`` (or legacy ``function_call``) naming a function costs its name and
   :data:`TOOL_CHOICE_NAMED` more; ``"required"`` and ``"none"`` by :data:`TOOL_CHOICE_TOKENS`;
 * the gpt-5 family and o4-mini write their prompt in the harmony format, whose channels cost
-  more (:func:`harmony_difference`): :data:`HARMONY_FINAL` per earlier reply,
-  :data:`HARMONY_TOOL_EXCHANGE` per tool call with its result, and a response format
-  :data:`HARMONY_FORMAT_DIFFERENCE` off the others' (all measured on both shared files).
+  more (:mod:`ctxlab.harmony`): ``HARMONY_FINAL`` per earlier reply, ``HARMONY_TOOL_EXCHANGE``
+  per tool call with its result, and a response format ``HARMONY_FORMAT_DIFFERENCE`` off the
+  others' (all measured on both shared files).
 
 Keys that only steer sampling or delivery (``temperature``, ``stream``, ``max_tokens``, ...) cost
 nothing. A key this module does not know (the API gains new ones every few months) is left out
@@ -47,6 +47,7 @@ import tiktoken
 
 from .calls import PARALLEL_CALL, parallel_arguments
 from .errors import ConfigError, ConfigTypeError, MessageError, _check_tool_list
+from .harmony import harmony_difference, is_harmony
 from .images import image_cost, image_cost_ceiling
 from .messages import validate_messages
 from .parts import image_size
@@ -269,62 +270,6 @@ def _as_shown(schema: Any) -> Any:
             value = [_as_shown(item) for item in value] if isinstance(value, list) else _as_shown(value)
         shown[key] = value
     return shown
-
-
-HARMONY_MODELS = ("gpt-5", "o4-mini")
-"""Model name prefixes whose prompt is written in OpenAI's harmony format (channels on every
-assistant message), as their recorded bills show; o3-mini's do not (measured), and o1's and
-o3's tool requests are not recorded."""
-
-HARMONY_FINAL = 2
-"""What an assistant's reply costs beyond the gpt-4o rendering in the harmony format: its
-channel, ``<|channel|>final``."""
-
-HARMONY_FORMATTED_FINAL = 5
-"""The same under a ``json_schema`` response format, which constrains the reply:
-``<|channel|>final <|constrain|>json`` (fits the two recorded requests with earlier replies)."""
-
-HARMONY_TOOL_EXCHANGE = 8
-"""What one tool call and its result cost beyond the gpt-4o rendering in the harmony format:
-the call's ``<|constrain|>json`` and its channel, the result's ``to=assistant`` and its
-``<|channel|>commentary`` (the same 8 for parallel calls, read as one wrapped call)."""
-
-HARMONY_FORMAT_DIFFERENCE = -5
-"""How far a harmony model's bill for a response format without tools lands from
-:data:`RESPONSE_FORMAT_ADJUSTMENT` (the same -5 on every such recorded request, gpt-5, gpt-5.4
-and o4-mini alike)."""
-
-
-def is_harmony(model: str) -> bool:
-    """Whether ``model``'s prompt is written in the harmony format (:data:`HARMONY_MODELS`).
-
-    >>> is_harmony("gpt-5-mini-2025-08-07"), is_harmony("o4-mini"), is_harmony("gpt-4o")
-    (True, True, False)
-    """
-    return model.startswith(HARMONY_MODELS)
-
-
-def harmony_difference(messages: list, formatted: bool = False) -> int:
-    """What a harmony model bills for ``messages`` beyond their gpt-4o rendering: each earlier
-    reply's channel, and each tool exchange's (an assistant message with ``tool_calls``, or a
-    legacy ``function_call``, and its results). ``formatted``: under a response format.
-
-    >>> harmony_difference([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
-    ...     {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
-    ...      "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "1"}])
-    10
-    """
-    total = 0
-    for message in messages:
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
-            continue
-        if message.get("tool_calls") or message.get("function_call"):
-            total += HARMONY_TOOL_EXCHANGE
-        elif message.get("content"):
-            total += HARMONY_FORMATTED_FINAL if formatted else HARMONY_FINAL
-    if formatted:
-        total += HARMONY_FORMAT_DIFFERENCE
-    return total
 
 
 RESPONSE_FORMAT_ADJUSTMENT = 4

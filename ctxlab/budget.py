@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BudgetError
+import tiktoken
+
+from .errors import BudgetError, ConfigError
 from .tokens import REPLY_PRIMING, TokenCounter, count_tools
 
 __all__ = ["ContextBudget", "Allocation", "model_calls", "context_per_lap", "billed_input"]
@@ -67,6 +69,16 @@ class ContextBudget:
     ``summary_max`` the cap on the rolled-up summary, a line of the history like the
     scratchpad's (``None``: a tenth of the input limit, :attr:`summary_cap`).
 
+    ``model`` names the model the prompt is for. It picks how :class:`ctxlab.Assembler` and
+    :func:`ctxlab.build_context` count (:meth:`counter`: that model's encoding and billing
+    rules), so that their count of a prompt is the one :func:`ctxlab.count_request` gives for
+    it. With no model they count with ``cl100k_base`` (gpt-4's), which a gpt-4o or later
+    model does not use: name the model. (A :class:`ctxlab.MemoryPolicy`'s own ``model`` is the
+    summariser's.)
+
+    >>> ContextBudget(window=128_000, model="gpt-4o").counter().encoding.name
+    'o200k_base'
+
     >>> ContextBudget(window=4_000, reserve_output=4_000)
     Traceback (most recent call last):
     ...
@@ -77,8 +89,20 @@ class ContextBudget:
     reserve_output: int = 4_000
     scratchpad_max: int = 6_000
     summary_max: int | None = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
+        if self.model is not None:
+            if not isinstance(self.model, str) or not self.model:
+                raise ConfigError(f"model must name the model the prompt is for, such as 'gpt-4o', got {self.model!r}")
+            try:
+                tiktoken.encoding_name_for_model(self.model)
+            except KeyError:
+                raise ConfigError(
+                    f"ContextBudget(model={self.model!r}): tiktoken does not know this model, so its "
+                    "encoding cannot be picked; name an OpenAI chat model (gpt-4o, gpt-4.1, gpt-5, o3, ...) "
+                    "or leave model out and give the Assembler a counter=TokenCounter(encoding) of your own"
+                ) from None
         if self.summary_max is not None and (
             isinstance(self.summary_max, bool) or not isinstance(self.summary_max, int) or self.summary_max < 1
         ):
@@ -95,6 +119,11 @@ class ContextBudget:
                 needed=self.reserve_output,
                 available=self.window,
             )
+
+    def counter(self) -> TokenCounter:
+        """A new :class:`ctxlab.TokenCounter` for this budget's model (``cl100k_base`` by the
+        cookbook's rules when none is named)."""
+        return TokenCounter(model=self.model)
 
     @property
     def input_limit(self) -> int:

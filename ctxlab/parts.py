@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import ConfigError
+from .images import image_cost, image_cost_ceiling
 
 __all__ = [
     "PART_ROLES",
@@ -224,13 +225,21 @@ def image_reference(part: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"url": image} if isinstance(image, str) else image
 
 
-def part_tokens(part: Mapping[str, Any], encode: Callable[[str], int], unknown_image: int | None = None) -> int:
+def part_tokens(
+    part: Mapping[str, Any], encode: Callable[[str], int], unknown_image: int | None = None, model: str | None = None
+) -> int:
     """Tokens of one valid content part (the module docstring gives the rule for each type).
+
+    With ``model`` named, an image costs what that model's own rate says
+    (:func:`ctxlab.images.image_cost`), and one of unknown size the most it can cost that model
+    (:func:`ctxlab.images.image_cost_ceiling`) unless ``unknown_image`` is given.
 
     >>> part_tokens({"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}}, len)
     85
     >>> part_tokens({"type": "image_url", "image_url": {"url": "https://x/y.png"}}, len, unknown_image=1_000)
     1000
+    >>> part_tokens({"type": "image_url", "image_url": {"url": "https://x/y.png"}}, len, model="gpt-4.1-mini")
+    2489
     """
     kind = part.get("type")
     if kind in ("text", "refusal"):
@@ -238,6 +247,11 @@ def part_tokens(part: Mapping[str, Any], encode: Callable[[str], int], unknown_i
     if kind == "image_url":
         image = image_reference(part)
         detail = image.get("detail") or "auto"
+        if model is not None:
+            size = image_size(image["url"])
+            if size is None:
+                return image_cost_ceiling(model, detail) if unknown_image is None else unknown_image
+            return image_cost(model, *size, detail=detail)
         if detail == "low":
             return IMAGE_BASE_TOKENS
         size = image_size(image["url"])

@@ -67,9 +67,10 @@ from .errors import (
     MessageError,
     _check_tool_list,
 )
+from .harmony import harmony_message_tokens, is_harmony
 from .parts import part_problem, part_tokens
 from .pieces import text_counter
-from .tool_text import TOOL_BLOCK_ADJUSTMENT, tool_block
+from .tool_text import GPT5_TOOL_PREAMBLE, TOOL_BLOCK_ADJUSTMENT, tool_block
 
 __all__ = [
     "COURSE_KEYS",
@@ -284,9 +285,11 @@ def _where(index: int | None) -> str:
 
 
 def _message_tokens(
-    message: Mapping[str, Any], encode, index: int | None = None, unknown_image: int | None = None
+    message: Mapping[str, Any], encode, index: int | None = None, unknown_image: int | None = None,
+    model: str | None = None,
 ) -> int:
-    """The formula for one message, with ``encode`` a text -> token count function."""
+    """The formula for one message, with ``encode`` a text -> token count function; with
+    ``model`` named, images at that model's rate and the harmony format's markers added."""
     if not isinstance(message, Mapping):
         hint = (
             "; convert it with ctxlab.messages.as_message(...) (model_dump(exclude_none=True))"
@@ -313,7 +316,7 @@ def _message_tokens(
         elif key == "audio" and isinstance(value, Mapping) and isinstance(value.get("id"), str):
             total += encode(value["id"])
         elif key == "content" and isinstance(value, list):
-            total += _content_parts_tokens(value, encode, index, role, unknown_image)
+            total += _content_parts_tokens(value, encode, index, role, unknown_image, model)
         else:
             raise MessageError(
                 f"{_where(index)}: cannot count field {key!r} of type "
@@ -321,6 +324,8 @@ def _message_tokens(
                 "'tool_calls', 'function_call', 'audio' and 'annotations' are supported",
                 index=index,
             )
+    if model is not None and is_harmony(model):
+        total += harmony_message_tokens(message)
     return total
 
 
@@ -350,13 +355,15 @@ def _tool_calls_tokens(calls: Any, encode, index: int | None) -> int:
     return total + sum(encode(RESULT_AUTHOR + name) for name, _ in named) - len(named) * encode("tool")
 
 
-def _content_parts_tokens(parts: list, encode, index: int | None, role: Any, unknown_image: int | None) -> int:
+def _content_parts_tokens(
+    parts: list, encode, index: int | None, role: Any, unknown_image: int | None, model: str | None = None
+) -> int:
     total = 0
     for number, part in enumerate(parts):
         problem = part_problem(part, role if isinstance(role, str) else "user", where=f"content part {number}")
         if problem:
             raise MessageError(f"{_where(index)}: {problem}", index=index)
-        total += part_tokens(part, encode, unknown_image)
+        total += part_tokens(part, encode, unknown_image, model)
     return total
 
 
@@ -448,6 +455,11 @@ def count_tools(tools: Sequence[Mapping[str, Any]] | None, encoding: tiktoken.En
     if functions:
         total += TOKENS_PER_MESSAGE + count("system") + count(tool_block(functions)) + TOOL_BLOCK_ADJUSTMENT
     return total
+
+
+def _function_tools(tools: Sequence[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+    """The function tools of a (checked) tool list, in order."""
+    return [tool for tool in tools or () if isinstance(tool, Mapping) and tool.get("type", "function") == "function"]
 
 
 def _calls_key(calls: list) -> tuple | None:
@@ -595,19 +607,42 @@ class TokenCounter:
     comparison. The second is keyed by what is counted (roles, texts, tool-call names and
     arguments), so an equal copy of a message is never encoded twice either.
 
+    Name the ``model`` the prompt is for and the counter counts as the API bills that model,
+    as :func:`ctxlab.count_request` does: its encoding (:func:`encoding_for_model`), images at
+    its rate (:mod:`ctxlab.images`), the harmony format's markers for the gpt-5 family and
+    o4-mini (:mod:`ctxlab.harmony`), and, in :meth:`prefix`, the tool schemas joined to the
+    system message. With no model (and no encoding) it counts with ``cl100k_base`` by the
+    cookbook's rules, the gpt-4 and gpt-3.5 family's: a model of the gpt-4o family or later
+    tokenizes differently (o200k_base), so name it.
+
     >>> counter = TokenCounter()
     >>> history = [{"role": "user", "content": "Hello!"}]
     >>> counter.messages(history), counter.messages(history), counter.encoder_calls
     (9, 9, 2)
+    >>> reply = {"role": "assistant", "content": "ログを確認してください。"}
+    >>> TokenCounter().message(reply), TokenCounter(model="gpt-4o").message(reply), TokenCounter(model="gpt-5").message(reply)
+    (13, 9, 11)
     """
 
     def __init__(
         self,
         encoding: tiktoken.Encoding | str | None = None,
         *,
+        model: str | None = None,
         max_entries: int = 100_000,
         unknown_image_tokens: int | None = None,
     ) -> None:
+        if model is not None:
+            if not isinstance(model, str) or not model:
+                raise ConfigError(f"model must be an OpenAI chat model's name such as 'gpt-4o', got {model!r}")
+            own = encoding_for_model(model)
+            if encoding is not None and _resolve(encoding).name != own.name:
+                raise ConfigError(
+                    f"encoding {_resolve(encoding).name!r} is not {model!r}'s ({own.name}); "
+                    "name the model alone and the counter takes its encoding"
+                )
+            encoding = own
+        self.model = model
         self.encoding = encoding  # the property below resolves it
         self.unknown_image_tokens = unknown_image_tokens
         self.max_entries = max_entries
@@ -653,7 +688,7 @@ class TokenCounter:
         key = _message_key(message) if isinstance(message, Mapping) else None
         tokens = self._cache.get(key) if key is not None else None
         if tokens is None:
-            tokens = _message_tokens(message, self.text, index, self.unknown_image_tokens)
+            tokens = _message_tokens(message, self.text, index, self.unknown_image_tokens, self.model)
             self._remember(message, key, tokens)
         else:
             self._remember(message, (), tokens)
@@ -690,7 +725,7 @@ class TokenCounter:
         def encode(value: str) -> int:
             return text_tokens if value is text else self.text(value)
 
-        return _message_tokens(message, encode, None, self.unknown_image_tokens)
+        return _message_tokens(message, encode, None, self.unknown_image_tokens, self.model)
 
     def _message_in_pieces(
         self, message: Mapping[str, Any], text: str, cuts: Sequence[int]
@@ -770,8 +805,38 @@ class TokenCounter:
         return counts
 
     def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
-        """Tokens of the tool schemas, with this counter's encoding (as :func:`count_tools`)."""
-        return count_tools(tools, self.encoding)
+        """Tokens of the tool schemas, with this counter's encoding (as :func:`count_tools`), as a
+        system message of their own; for the gpt-5 family with its tool preamble too."""
+        total = count_tools(tools, self.encoding)
+        if self.model is not None and self.model.startswith("gpt-5") and _function_tools(tools):
+            total += GPT5_TOOL_PREAMBLE
+        return total
+
+    def prefix(self, static: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """Tokens of a prompt's fixed part: the ``static`` messages (its leading system
+        messages), the tool schemas and the reply priming.
+
+        With no model named the schemas are counted as a system message of their own
+        (:meth:`tools`). The API joins them to the first system message instead, which costs 3
+        or 4 tokens less, so such a count errs that much on the safe side. With a model named
+        they are joined as the API joins them, and the prefix is what
+        :func:`ctxlab.count_request` counts for it.
+
+        >>> tools = [{"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {}}}}]
+        >>> static = [{"role": "system", "content": "You check hosts."}]
+        >>> TokenCounter(model="gpt-4o").prefix(static, tools), TokenCounter("o200k_base").prefix(static, tools)
+        (32, 36)
+        """
+        functions = _function_tools(tools)
+        host = next((i for i, m in enumerate(static) if m.get("role") in ("system", "developer")
+                     and isinstance(m.get("content"), str)), None)
+        if self.model is None or not functions or host is None:
+            return REPLY_PRIMING + sum(self.message(m) for m in static) + self.tools(tools)
+        joined = {**static[host], "content": static[host]["content"] + "\n\n" + tool_block(functions)}
+        others = [tool for tool in tools if tool not in functions]
+        return (REPLY_PRIMING + sum(self.message(m) for i, m in enumerate(static) if i != host)
+                + self.message(joined) + TOOL_BLOCK_ADJUSTMENT + self.tools(others)
+                + (GPT5_TOOL_PREAMBLE if self.model.startswith("gpt-5") else 0))
 
     def __call__(self, message: Mapping[str, Any]) -> int:
         return self.message(message)

@@ -1,0 +1,123 @@
+"""A budget that names its model: the Assembler, build_context and count_request count one number.
+
+``ContextBudget(model=...)`` picks the counter (:meth:`ctxlab.ContextBudget.counter`): the
+model's encoding, its image rates, the harmony format's markers, and the tool schemas joined
+to the system message as the API joins them. These tests hold the assembled prompts' counts to
+:func:`ctxlab.count_request`'s on every lap of the course's transcripts, for models of each
+family, and check the errors a wrong model or a mismatched counter gets.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import ctxlab
+import ctxlab.course
+from ctxlab.errors import ConfigError
+from ctxlab.tokens import TokenCounter
+
+MODELS = ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-5-mini", "gpt-4", "o3"]
+"""One model of each counting family: o200k_base without and with harmony, and cl100k_base."""
+
+
+def _has_parallel_calls(record: list[dict]) -> bool:
+    return any(len(message.get("tool_calls") or []) > 1 for message in record)
+
+
+SERIAL = [name for name in ctxlab.course.transcript_names()
+          if not _has_parallel_calls(ctxlab.course.load_transcript(name))]
+
+
+def _billed(model: str, messages: list[dict], tools) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ctxlab.billing.UpperBoundWarning)
+        return ctxlab.count_request({"model": model, "messages": messages, "tools": tools})
+
+
+def _run(name: str, model: str, window: int = 10_000):
+    """Each lap's context from an Assembler whose budget names ``model``, with the record so far."""
+    record, tools = ctxlab.course.load_transcript(name), ctxlab.course.load_tools(name)
+    budget = ctxlab.ContextBudget(window=window, reserve_output=2_000, scratchpad_max=600, model=model)
+    policy = ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser())
+    assembler = ctxlab.Assembler(policy, tools=tools)
+    pad = ctxlab.Scratchpad(goal="Finish the task", facts={"owner": "Ask before deleting anything"})
+    for index in ctxlab.model_calls(record):
+        state, step = assembler.state, record[index]["step"]
+        context = assembler.context(record[:index], step=step, scratchpad=pad)
+        yield record[:index], tools, policy, (pad, step), state, context
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("name", SERIAL)
+def test_assembler_counts_what_the_request_bills(name, model):
+    laps = 0
+    for _, tools, _, _, _, context in _run(name, model):
+        assert context.tokens == _billed(model, context.messages, tools), (name, model, laps)
+        assert context.allocation.used - context.allocation.reserved_output == context.tokens
+        laps += 1
+    assert laps > 5
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-5-mini"])
+def test_build_context_counts_the_same(model):
+    """build_context, given the state the Assembler had, makes the same prompt with the same count."""
+    for lap, (history, tools, policy, (pad, step), state, context) in enumerate(_run("research", model)):
+        if lap % 7 == 0:
+            again = ctxlab.build_context(history, policy, tools=tools, state=state, step=step, scratchpad=pad)
+            assert again.messages == context.messages
+            assert again.tokens == context.tokens == _billed(model, again.messages, tools)
+
+
+def test_no_model_keeps_the_old_count_and_says_which():
+    budget = ctxlab.ContextBudget(window=8_000)
+    assert budget.model is None and budget.counter().encoding.name == "cl100k_base"
+    assert ctxlab.ContextBudget(window=8_000, model="gpt-4o").counter().encoding.name == "o200k_base"
+    assert ctxlab.ContextBudget(window=8_000, model="gpt-3.5-turbo").counter().encoding.name == "cl100k_base"
+    assert "cl100k_base" in ctxlab.ContextBudget.__doc__ and "name the model" in ctxlab.ContextBudget.__doc__
+
+
+def test_a_model_changes_the_count_where_it_should():
+    """Japanese text tokenizes shorter in o200k_base; a harmony reply costs its channel."""
+    reply = {"role": "assistant", "content": "ログを確認してください。"}
+    counts = [TokenCounter(model=m).message(reply) if m else TokenCounter().message(reply)
+              for m in (None, "gpt-4o", "gpt-5")]
+    assert counts[1] < counts[0] and counts[2] == counts[1] + ctxlab.harmony.HARMONY_FINAL
+
+
+def test_images_at_the_models_rate():
+    image = {"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                         {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}
+    for model in ("gpt-4o", "gpt-4.1-mini", "gpt-5"):
+        count = TokenCounter(model=model).message(image)
+        assert count + ctxlab.tokens.REPLY_PRIMING == _billed(model, [image], None)
+
+
+@pytest.mark.parametrize("model", ["llama-3-70b", "", 42, "claude-sonnet-4"])
+def test_an_unknown_model_is_refused_when_the_budget_is_made(model):
+    with pytest.raises(ConfigError, match="model"):
+        ctxlab.ContextBudget(window=8_000, model=model)
+
+
+def test_a_counter_for_another_model_is_refused():
+    budget = ctxlab.ContextBudget(window=8_000, model="gpt-4o")
+    with pytest.raises(ConfigError, match="the budget is for 'gpt-4o'"):
+        ctxlab.Assembler(budget, counter=TokenCounter())
+    with pytest.raises(ConfigError, match="the budget is for 'gpt-4o'"):
+        ctxlab.Assembler(budget, counter=TokenCounter(model="gpt-4"))
+    assert ctxlab.Assembler(budget, counter=TokenCounter(model="gpt-4o")).counter.model == "gpt-4o"
+    with pytest.raises(ConfigError, match="not 'gpt-4o'"):
+        TokenCounter("cl100k_base", model="gpt-4o")
+
+
+def test_the_prefix_joins_the_tools_to_the_system_message():
+    tools = ctxlab.course.load_tools("research")
+    for static in ([], [{"role": "system", "content": "You research."}],
+                   [{"role": "system", "content": "You research."}, {"role": "developer", "content": "Cite."}]):
+        for model in MODELS:
+            counter = TokenCounter(model=model)
+            expected = _billed(model, static, tools) if static else counter.tools(tools) + ctxlab.tokens.REPLY_PRIMING
+            assert counter.prefix(static, tools) == expected, (model, static)
+        # with no model the schemas stay a message of their own: never under the bill
+        assert TokenCounter().prefix(static, tools) >= (_billed("gpt-4", static, tools) if static else 0)
