@@ -175,7 +175,8 @@ class Assembler:
         self._counts: list[int] = []  # tokens of each elastic message
         self._pieces: list[_Pieces | None] = []  # how each elastic message was encoded, when in pieces
         self._pieces_kept_from = 0  # elastic index before which no pieces are kept (out of the prompt)
-        self._in_pieces = type(self.counter).message is TokenCounter.message and self.counter._line_cuts
+        self._in_pieces = (type(self.counter).message is TokenCounter.message and self.counter._line_cuts
+                           and self.counter.model is None)
         self._checker = MessageChecker()
         self._memo: dict = {}
         self._tokens = 0  # of the elastic part

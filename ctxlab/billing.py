@@ -45,7 +45,7 @@ from typing import Any
 
 import tiktoken
 
-from .calls import PARALLEL_CALL, parallel_arguments
+from .calls import PARALLEL_CALL, escapes_non_ascii, parallel_arguments, parallel_results_text
 from .errors import ConfigError, ConfigTypeError, MessageError, _check_tool_list
 from .harmony import harmony_difference, is_harmony
 from .images import image_cost, image_cost_ceiling
@@ -327,46 +327,6 @@ def _appended_to_system(messages: list, text: str) -> list:
             carried[index] = {**message, "content": message["content"] + "\n\n" + text}
             return carried
     return [{"role": "system", "content": text}, *carried]
-
-
-def escapes_non_ascii(model: str) -> bool:
-    """Whether ``model`` reads the results of a parallel call with non-ASCII text escaped
-    (``\\u2014`` for an em dash, several tokens where the character itself is one).
-
-    The recorded bills differ by model. gpt-4o reads the characters as they are: its four
-    recorded requests with such results (crewAI's hierarchical runs: em dashes and curly quotes
-    in text) land within 6 tokens of their bills unescaped, while escaped the two with the most
-    are counted 54 and 10 tokens over. gpt-4o-mini and gpt-3.5 read them escaped: their five
-    such requests land within 4 tokens escaped, and 4 to 537 tokens under unescaped. No other
-    model has a recorded request that tells; they are counted escaped.
-
-    >>> escapes_non_ascii("gpt-4o-2024-08-06"), escapes_non_ascii("gpt-4o-mini")
-    (False, True)
-    """
-    return not (model.startswith("gpt-4o") and not model.startswith("gpt-4o-mini"))
-
-
-def parallel_results_text(contents: list[str], *, escape_non_ascii: bool = True) -> str:
-    """The one message the results of a parallel call are read as: the list of the results in
-    JSON, each parsed first when it is a JSON object or array, in the layout of Python's
-    ``json.dumps`` defaults (``", "`` and ``": "``, non-ASCII written as ``\\u`` escapes unless
-    ``escape_non_ascii`` is false: :func:`escapes_non_ascii` says which models). The
-    recorded bills show this: a pretty-printed JSON result bills as re-serialised, text bills
-    with its newlines and quotes escaped.
-
-    >>> print(parallel_results_text(['{"temp":21}', 'Sunny\\nand warm']))
-    [{"temp": 21}, "Sunny\\nand warm"]
-    >>> print(parallel_results_text(['20 °C', 'dry'], escape_non_ascii=False))
-    ["20 °C", "dry"]
-    """
-    values = []
-    for content in contents:
-        try:
-            value = json.loads(content)
-        except ValueError:
-            value = content
-        values.append(value if isinstance(value, (dict, list)) else content)
-    return json.dumps(values, ensure_ascii=escape_non_ascii)
 
 
 def _parallel_groups(messages: list) -> list[tuple[list[str], list[Mapping[str, Any]]]]:

@@ -21,7 +21,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CALL_TYPES", "PARALLEL_CALL", "call_parts", "call_problem", "parallel_arguments"]
+__all__ = ["CALL_TYPES", "PARALLEL_CALL", "call_parts", "call_problem", "parallel_arguments", "parallel_results_text",
+           "escapes_non_ascii"]
 
 CALL_TYPES = {"function": "arguments", "custom": "input"}
 """Each call type the API has, and the field of its nested object that holds the call's input."""
@@ -115,3 +116,43 @@ def call_problem(call: Any, *, need_id: bool = True) -> str | None:
             f"{type(function.get('arguments')).__name__}; wrap it with json.dumps(...)"
         )
     return None
+
+
+def escapes_non_ascii(model: str) -> bool:
+    """Whether ``model`` reads the results of a parallel call with non-ASCII text escaped
+    (``\\u2014`` for an em dash, several tokens where the character itself is one).
+
+    The recorded bills differ by model. gpt-4o reads the characters as they are: its four
+    recorded requests with such results (crewAI's hierarchical runs: em dashes and curly quotes
+    in text) land within 6 tokens of their bills unescaped, while escaped the two with the most
+    are counted 54 and 10 tokens over. gpt-4o-mini and gpt-3.5 read them escaped: their five
+    such requests land within 4 tokens escaped, and 4 to 537 tokens under unescaped. No other
+    model has a recorded request that tells; they are counted escaped.
+
+    >>> escapes_non_ascii("gpt-4o-2024-08-06"), escapes_non_ascii("gpt-4o-mini")
+    (False, True)
+    """
+    return not (model.startswith("gpt-4o") and not model.startswith("gpt-4o-mini"))
+
+
+def parallel_results_text(contents: list[str], *, escape_non_ascii: bool = True) -> str:
+    """The one message the results of a parallel call are read as: the list of the results in
+    JSON, each parsed first when it is a JSON object or array, in the layout of Python's
+    ``json.dumps`` defaults (``", "`` and ``": "``, non-ASCII written as ``\\u`` escapes unless
+    ``escape_non_ascii`` is false: :func:`escapes_non_ascii` says which models). The
+    recorded bills show this: a pretty-printed JSON result bills as re-serialised, text bills
+    with its newlines and quotes escaped.
+
+    >>> print(parallel_results_text(['{"temp":21}', 'Sunny\\nand warm']))
+    [{"temp": 21}, "Sunny\\nand warm"]
+    >>> print(parallel_results_text(['20 °C', 'dry'], escape_non_ascii=False))
+    ["20 °C", "dry"]
+    """
+    values = []
+    for content in contents:
+        try:
+            value = json.loads(content)
+        except ValueError:
+            value = content
+        values.append(value if isinstance(value, (dict, list)) else content)
+    return json.dumps(values, ensure_ascii=escape_non_ascii)

@@ -59,7 +59,15 @@ from typing import Any
 
 import tiktoken
 
-from .calls import CALL_TYPES, PARALLEL_CALL, call_parts, call_problem, parallel_arguments
+from .calls import (
+    CALL_TYPES,
+    PARALLEL_CALL,
+    call_parts,
+    call_problem,
+    escapes_non_ascii,
+    parallel_arguments,
+    parallel_results_text,
+)
 from .errors import (
     ConfigError,
     ConfigTypeError,
@@ -610,8 +618,10 @@ class TokenCounter:
     Name the ``model`` the prompt is for and the counter counts as the API bills that model,
     as :func:`ctxlab.count_request` does: its encoding (:func:`encoding_for_model`), images at
     its rate (:mod:`ctxlab.images`), the harmony format's markers for the gpt-5 family and
-    o4-mini (:mod:`ctxlab.harmony`), and, in :meth:`prefix`, the tool schemas joined to the
-    system message. With no model (and no encoding) it counts with ``cl100k_base`` by the
+    o4-mini (:mod:`ctxlab.harmony`), a parallel call's results as the one JSON list the model
+    reads (each result counted as its piece of the list), and, in :meth:`prefix`, the tool
+    schemas joined to the system message. Its count of a prompt, message by message, is
+    :func:`ctxlab.count_request`'s for a request of messages and tools. With no model (and no encoding) it counts with ``cl100k_base`` by the
     cookbook's rules, the gpt-4 and gpt-3.5 family's: a model of the gpt-4o family or later
     tokenizes differently (o200k_base), so name it.
 
@@ -650,6 +660,7 @@ class TokenCounter:
         self._cache: dict[tuple, int] = {}  # content key -> tokens
         self._seen: dict[int, tuple[tuple, int]] = {}  # id(message) -> (snapshot, tokens)
         self._short: dict[str, int] = {}  # roles, ids, names: a few distinct short strings
+        self._parallel: dict[tuple, tuple[list, list]] = {}  # (step, call id) -> its parallel call's ids, results
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -676,6 +687,10 @@ class TokenCounter:
 
     def message(self, message: Mapping[str, Any], index: int | None = None) -> int:
         """Tokens one message adds to a prompt, from memory when it was seen before."""
+        if self.model is not None and message.__class__ is dict:
+            parallel = self._parallel_part(message)
+            if parallel is not None:
+                return self._parallel_tokens(message, index, parallel)
         if message.__class__ is dict:
             seen = self._seen.get(id(message))
             # A snapshot equal to the message's fields means the same count, whichever dict
@@ -692,6 +707,68 @@ class TokenCounter:
             self._remember(message, key, tokens)
         else:
             self._remember(message, (), tokens)
+        return tokens
+
+    # --- a parallel call's results, read as one message (a counter with a model) ----------------
+    #
+    # The API reads the results of a parallel call as one message of ``multi_tool_use.parallel``
+    # holding a JSON list of them (ctxlab.calls.parallel_results_text). That list is cut into one
+    # piece per result, each counted with the result: "[" or " " before its JSON, "," or "]"
+    # after. The pre-tokenizer never makes a token across the space after a comma, so the pieces'
+    # tokens add up to the list's. The call's message carries the list's own message framing in
+    # place of each result's author. Each result's place in its list (first, last) is found from
+    # the call's ids, remembered with the lap (``step``), as ids may be used again on later laps.
+    # One case is not exact: a parallel call one of whose results is a list of content parts,
+    # which the API reads result by result; its text results are still counted as pieces (a few
+    # tokens either way).
+
+    def _parallel_part(self, message: dict) -> tuple | None:
+        """``("call", names)`` for an assistant message making a parallel call (its ids are
+        remembered), ``("result", prefix, suffix)`` for one of its results with text content,
+        ``None`` for any other message."""
+        role = message.get("role")
+        if role == "assistant":
+            calls = message.get("tool_calls")
+            if calls.__class__ is not list or len(calls) < 2 or parallel_arguments(calls) is None:
+                return None
+            step, ids = message.get("step"), [call.get("id") for call in calls]
+            if self._parallel.get((step, ids[0])) is None or self._parallel[(step, ids[0])][0] != ids:
+                group: tuple[list, list] = (ids, [])  # the call ids, and its results' ids as they come
+                if len(self._parallel) + len(ids) > self.max_entries:
+                    self._parallel.clear()  # forget old laps' calls; a later count of their results is per result
+                for ident in ids:
+                    self._parallel[(step, ident)] = group
+            return ("call", tuple(call["function"]["name"] for call in calls))
+        if role != "tool" or message.get("content").__class__ is not str:
+            return None
+        ident = message.get("tool_call_id")
+        group = self._parallel.get((message.get("step"), ident))
+        if group is None:
+            return None
+        ids, arrived = group
+        if ident not in arrived:
+            arrived.append(ident)
+        place = arrived.index(ident)
+        last = place == len(ids) - 1
+        return ("result", "[" if place == 0 else " ", "]" if last else ",")
+
+    def _parallel_tokens(self, message: dict, index: int | None, part: tuple) -> int:
+        """:meth:`message` for a message of a parallel call (see :meth:`_parallel_part`)."""
+        key = (*_message_key(message), ("parallel", part))
+        tokens = self._cache.get(key)
+        if tokens is None:
+            if part[0] == "call":
+                names = part[1]
+                authors = sum(self.text(RESULT_AUTHOR + name) for name in names) - len(names) * self.text("tool")
+                tokens = (_message_tokens(message, self.text, index, self.unknown_image_tokens, self.model)
+                          - authors + TOKENS_PER_MESSAGE + self.text(PARALLEL_CALL))
+            else:
+                _message_tokens(message, self.text, index, self.unknown_image_tokens, None)  # checks its fields
+                item = parallel_results_text([message["content"]], escape_non_ascii=escapes_non_ascii(self.model))
+                tokens = self.text(part[1] + item[1:-1] + part[2])
+            if len(self._cache) >= self.max_entries:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = tokens
         return tokens
 
     def _remembered(self, message: Mapping[str, Any]) -> tuple[int | None, tuple]:
@@ -790,6 +867,8 @@ class TokenCounter:
     def _each(self, messages: Iterable[Mapping[str, Any]]) -> list[int]:
         """``[self.message(m) for m in messages]``, with the snapshot check inlined: on a
         long history seen before, the call per message is most of the cost."""
+        if self.model is not None:  # a parallel call's results are counted by their place in it
+            return [self.message(message, index) for index, message in enumerate(messages)]
         seen = self._seen.get
         counts = []
         for index, message in enumerate(messages):

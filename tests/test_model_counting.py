@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from support import recordings
 
 import ctxlab
 import ctxlab.course
@@ -121,3 +122,65 @@ def test_the_prefix_joins_the_tools_to_the_system_message():
             assert counter.prefix(static, tools) == expected, (model, static)
         # with no model the schemas stay a message of their own: never under the bill
         assert TokenCounter().prefix(static, tools) >= (_billed("gpt-4", static, tools) if static else 0)
+
+
+def _leading_system(messages: list[dict]) -> int:
+    n = 0
+    while n < len(messages) and messages[n].get("role") in ("system", "developer"):
+        n += 1
+    return n
+
+
+def test_the_counter_adds_up_to_count_request_on_every_recording():
+    """Message by message, with the prefix, a counter for the request's model gives what
+    count_request gives the whole request: on every recorded request sent with only messages and
+    tools (parallel calls' results, images, harmony models and all)."""
+    recordings.require(recordings.shared_available())
+    recordings.require(recordings.more_available())
+    recordings.require(recordings.real_available())
+    every = [*recordings.shared(), *recordings.shared(recordings.MORE), *recordings.real()]
+    checked, parallel, off = 0, 0, []
+    for recorded in every:
+        request = recorded.request
+        if set(request) - {"model", "messages", "tools"} - ctxlab.billing.FREE_KEYS:
+            continue  # tool_choice, response_format...: a request's own, not its messages'
+        if any(tool.get("type", "function") != "function" for tool in request.get("tools") or ()):
+            continue  # a custom tool: count_request leaves it out (with a warning), the counter its JSON in
+        try:
+            billed = _billed(request["model"], request["messages"], request.get("tools"))
+        except (ctxlab.MessageError, ConfigError):
+            continue  # refused by count_request too (PDF parts): nothing to agree on
+        counter, messages = TokenCounter(model=request["model"]), request["messages"]
+        n = _leading_system(messages)
+        ours = counter.prefix(messages[:n], request.get("tools")) + sum(counter.message(m) for m in messages[n:])
+        if ours != billed:
+            off.append((recorded.label, ours - billed))
+        checked += 1
+        parallel += _has_parallel_calls(messages)
+    assert not off, off[:10]
+    assert checked > 1_100 and parallel > 20, (checked, parallel)  # 1,126 and 29 when written
+
+
+def _parallel_lap(step: int, ids: tuple[str, str], texts: tuple[str, str]) -> list[dict]:
+    calls = [{"id": ident, "type": "function", "function": {"name": "lookup", "arguments": f'{{"q": {n}}}'}}
+             for n, ident in enumerate(ids)]
+    return [{"role": "assistant", "content": None, "tool_calls": calls, "step": step},
+            *({"role": "tool", "tool_call_id": ident, "content": text, "step": step} for ident, text in zip(ids, texts, strict=True))]
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4o-mini", "gpt-5-mini"])
+def test_parallel_results_are_one_list_even_when_ids_come_back(model):
+    """Some servers number calls call_0, call_1 on every lap: each lap's results are still read
+    as their own list, in their own place (first, last), however often the run is counted."""
+    record = [{"role": "user", "content": "Compare the two regions.", "step": 0}]
+    for step, texts in enumerate([('{"eu": "up", "ms": 41}', "Plain text —\nwith a newline"),
+                                  ("second lap", '[1, 2, {"three": "drei"}]'),
+                                  ('{\n  "pretty": true\n}', "Ünïcode ok")], 1):
+        record += _parallel_lap(step, ("call_0", "call_1"), texts)
+    counter = TokenCounter(model=model)
+    expected = _billed(model, record, None)
+    for _ in range(2):  # counted again from memory: the same
+        assert counter.messages(record) == expected
+    budget = ctxlab.ContextBudget(window=4_000, reserve_output=500, model=model)
+    context = ctxlab.build_context(record, budget)
+    assert context.tokens == _billed(model, context.messages, None)
