@@ -63,9 +63,10 @@ from .assembly import (
 from .budget import ContextBudget
 from .calls import CALL_TYPES
 from .compression import _aged_view, _text_cut, age_tier, ages, result_text
-from .errors import BudgetError, ConfigError, MessageError
+from .errors import BudgetError, ConfigError, ConfigTypeError, MessageError
 from .events import MemoryLog
 from .history import MessageRuns
+from .llm import is_async
 from .memory_policy import MemoryPolicy, as_policy
 from .messages import MessageChecker, strip_course_keys
 from .pins import marked_caller
@@ -162,6 +163,8 @@ class Assembler:
         self.pin_tool = policy.pin_tool
         self.compression = policy.compression
         self.log = log if log is not None else MemoryLog()
+        self._async_client = policy.client is not None and is_async(policy.client)
+        self._answering = False  # a lap of abuild, whose policy's client answers for the async one
         self.counter = counter or self.budget.counter()
         if self.budget.model is not None and isinstance(counter, TokenCounter) and not isinstance(counter, _CountWith) \
                 and counter.model != self.budget.model:
@@ -337,6 +340,50 @@ class Assembler:
                 step: int | None = None) -> Context:
         """The prompt for the record ``history``, which must continue the one followed so far
         (the same messages first, then new ones): the new ones are added, then :meth:`build`."""
+        self._follow(history)
+        return self.build(scratchpad=scratchpad, step=step)
+
+    async def acontext(self, history: Sequence[Message], *, scratchpad: Scratchpad | None = None,
+                       step: int | None = None) -> Context:
+        """:meth:`context` for a policy whose client is async (``openai.AsyncOpenAI``): the same
+        prompt, awaiting each summary (see :meth:`abuild`).
+
+        >>> import asyncio
+        >>> assembler = Assembler(ContextBudget(window=1_000, reserve_output=200))
+        >>> context = asyncio.run(assembler.acontext([{"role": "user", "content": "Fix #412."}]))
+        >>> [m["role"] for m in context.messages]
+        ['user']
+        """
+        self._follow(history)
+        return await self.abuild(scratchpad=scratchpad, step=step)
+
+    async def abuild(self, *, scratchpad: Scratchpad | None = None, step: int | None = None) -> Context:
+        """:meth:`build` with the policy's client awaited: an async client (or a synchronous
+        one, whose calls then block the event loop). It runs the same lap; a lap that must
+        summarise stops where it asks, awaits the summary (with :func:`ctxlab.llm.acomplete`'s
+        retries) and runs again with it, its stopped run leaving no trace (:mod:`ctxlab.aio`).
+        A summariser that keeps failing raises :class:`ctxlab.SummaryError`, or trims that lap
+        under ``on_summary_error="trim"``, as in :meth:`build`."""
+        client = self.policy.client
+        if client is None:
+            return self.build(scratchpad=scratchpad, step=step)
+        from .aio import _Unanswered, answered_by
+
+        def lap(stand_in: Any) -> Context:
+            policy, mark = self.policy, len(self.log)
+            self.policy, self._answering = policy.replace(client=stand_in), True
+            try:
+                return self.build(scratchpad=scratchpad, step=step)
+            except _Unanswered:
+                del self.log._events[mark:]  # this run of the lap is taken back; it runs again
+                raise
+            finally:
+                self.policy, self._answering = policy, False
+
+        return await answered_by(client, lap)
+
+    def _follow(self, history: Sequence[Message]) -> None:
+        """Add what ``history`` holds beyond the record followed so far (it must continue it)."""
         seen = len(self)
         if len(history) < seen or (seen and history[seen - 1] is not self._last()):
             raise ConfigError(
@@ -345,7 +392,6 @@ class Assembler:
                 "new one for another run"
             )
         self.extend(history[seen:])
-        return self.build(scratchpad=scratchpad, step=step)
 
     def _fixed_tokens(self) -> int:
         """Tokens of the fixed prefix: the static messages, the tool schemas and the reply
@@ -377,7 +423,15 @@ class Assembler:
         return self._full(scratchpad, step)
 
     def _ready(self, step: int | None) -> int:
-        """Refuse a record left with calls unanswered or a state that is not its own; the lap."""
+        """Refuse a record left with calls unanswered or a state that is not its own, and a
+        synchronous lap with an async client; the lap."""
+        if self._async_client and not self._answering:
+            raise ConfigTypeError(
+                "the policy's client is async (openai.AsyncOpenAI or similar), and build_context, "
+                "Assembler.context and Assembler.build are synchronous: await "
+                "Assembler(policy, tools=...).acontext(history, ...) instead, or give the policy a "
+                "synchronous client (openai.OpenAI(...), ctxlab.get_client())"
+            )
         waiting = self._checker.finish()
         if waiting:
             index, problem = waiting[0]

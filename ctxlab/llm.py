@@ -62,6 +62,8 @@ __all__ = [
     "get_client",
     "describe_client",
     "complete",
+    "acomplete",
+    "is_async",
     "OfflineSummariser",
     "ScriptedClient",
 ]
@@ -328,13 +330,14 @@ class ScriptedClient:
 
 _ASYNC_CLIENT = (
     "ctxlab's summaries need a synchronous client, but this client's chat.completions.create is "
-    "async (openai.AsyncOpenAI or similar): pass openai.OpenAI(...) or ctxlab.get_client() "
-    "instead, or await client.chat.completions.create(...) yourself"
+    "async (openai.AsyncOpenAI or similar): use the async path (await Assembler.acontext(...), "
+    "ctxlab.summarising.acompact(...) or ctxlab.llm.acomplete(...)), or pass openai.OpenAI(...) "
+    "or ctxlab.get_client() instead"
 )
 
 
-def sync_create(client: Any) -> Callable[..., Any]:
-    """``client.chat.completions.create``, refusing a client that lacks it or is async."""
+def _create_of(client: Any) -> Callable[..., Any]:
+    """``client.chat.completions.create``, refusing a client that lacks it."""
     create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
     if create is None:
         raise ConfigTypeError(
@@ -342,9 +345,26 @@ def sync_create(client: Any) -> Callable[..., Any]:
             f"got {type(client).__name__}. Use ctxlab.get_client(), openai.OpenAI(...) or "
             "ctxlab.llm.ScriptedClient([...])"
         )
-    if inspect.iscoroutinefunction(create) or type(client).__name__.startswith("Async"):
-        raise ConfigTypeError(_ASYNC_CLIENT)
     return create
+
+
+def is_async(client: Any) -> bool:
+    """Whether ``client``'s ``chat.completions.create`` is async (``openai.AsyncOpenAI``): such a
+    client summarises through :meth:`ctxlab.Assembler.acontext` and
+    :func:`ctxlab.summarising.acompact`. Refuses a client without the openai interface.
+
+    >>> is_async(ScriptedClient()), is_async(OfflineSummariser())
+    (False, False)
+    """
+    create = _create_of(client)
+    return inspect.iscoroutinefunction(create) or type(client).__name__.startswith("Async")
+
+
+def sync_create(client: Any) -> Callable[..., Any]:
+    """``client.chat.completions.create``, refusing a client that lacks it or is async."""
+    if is_async(client):
+        raise ConfigTypeError(_ASYNC_CLIENT)
+    return _create_of(client)
 
 
 class _MalformedReply(Exception):
@@ -460,21 +480,12 @@ def complete(
     ...
     ctxlab.errors.SummaryError: the summariser failed 2 times (timeout: slow); the server did not answer in time; check it is up, or give get_client(timeout=...) longer. Nothing was changed: the steps it was to summarise are still there.
     """
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ConfigError(f"retries must be a whole number >= 0, got {retries!r}")
-    from .messages import strip_course_keys
-
     create = sync_create(client)
-    model = model or summary_model()
-    request = strip_course_keys(messages)
-    attempts = retries + 1
-    last: tuple[str, BaseException] | None = None
-    options = {} if model in _REFUSE_TEMPERATURE else {"temperature": temperature}
-    attempt = 0
-    while attempt < attempts:
-        attempt += 1
+    attempts = _Attempts(model, temperature, retries, backoff, max_backoff)
+    request = attempts.request(messages)
+    while True:
         try:
-            response = create(model=model, messages=request, **options)
+            response = create(model=attempts.model, messages=request, **attempts.options)
             if inspect.isawaitable(response):
                 close = getattr(response, "close", None)
                 if close is not None:
@@ -482,36 +493,111 @@ def complete(
                 raise ConfigTypeError(_ASYNC_CLIENT)
             return _reply_text(response)
         except Exception as err:
-            if options and _refuses_temperature(err):
-                _REFUSE_TEMPERATURE.add(model)
-                options = {}
-                attempt -= 1  # not a failed attempt: the same request, without what it refused
-                warnings.warn(
-                    f"{model} refused temperature={temperature} (it takes only its default); asked again "
-                    "without one, so its summaries may vary from run to run",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                continue
-            reason = _classify(err)
-            if reason is None:
+            if attempts.failed(err) is None:
                 raise
-            if reason == "refused":
-                raise SummaryError(
-                    f"the summariser's request was refused ({type(err).__name__}: {err}); "
-                    f"{_refused_hint(err)}. Nothing was changed: the steps it was to summarise "
-                    "are still there.",
-                    attempts=attempt,
-                    reason=reason,
-                ) from err
-            last = (reason, err)
-        if attempt < attempts:
-            time.sleep(min(max_backoff, backoff * 2 ** (attempt - 1)))
-    assert last is not None
-    reason, err = last
-    raise SummaryError(
-        f"the summariser failed {attempts} time{'s' if attempts > 1 else ''} ({reason}: {err}); "
-        f"{_HINTS[reason]}. Nothing was changed: the steps it was to summarise are still there.",
-        attempts=attempts,
-        reason=reason,
-    ) from err
+        time.sleep(attempts.pause())
+
+
+async def acomplete(
+    client: Any,
+    messages: Sequence[Message],
+    *,
+    model: str | None = None,
+    temperature: float = 0.0,
+    retries: int = 2,
+    backoff: float = 0.5,
+    max_backoff: float = 8.0,
+) -> str:
+    """:func:`complete` for an async client (``openai.AsyncOpenAI``): the same request, retries,
+    pauses (``asyncio.sleep``, so other tasks run meanwhile) and errors. A synchronous client is
+    accepted too; its call blocks the event loop while it waits.
+
+    >>> import asyncio
+    >>> asyncio.run(acomplete(ScriptedClient([TimeoutError("slow"), "done"]), [{"role": "user", "content": "hi"}],
+    ...                       model="m", backoff=0))
+    'done'
+    """
+    create = _create_of(client)
+    attempts = _Attempts(model, temperature, retries, backoff, max_backoff)
+    request = attempts.request(messages)
+    while True:
+        try:
+            response = create(model=attempts.model, messages=request, **attempts.options)
+            if inspect.isawaitable(response):
+                response = await response
+            return _reply_text(response)
+        except Exception as err:
+            if attempts.failed(err) is None:
+                raise
+        await _asleep(attempts.pause())
+
+
+async def _asleep(seconds: float) -> None:
+    """:func:`acomplete`'s pause between attempts (a name of its own, for tests to shorten)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+class _Attempts:
+    """The retry rule of :func:`complete` and :func:`acomplete`, apart from how they wait: the
+    options of the next attempt, and what a failure means (try again after :meth:`pause`, or
+    raise)."""
+
+    def __init__(self, model: str | None, temperature: float, retries: int, backoff: float, max_backoff: float) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"retries must be a whole number >= 0, got {retries!r}")
+        self.model = model or summary_model()
+        self.temperature = temperature
+        self.attempts = retries + 1
+        self.backoff, self.max_backoff = backoff, max_backoff
+        self.attempt = 1
+        self.options: dict[str, Any] = {} if self.model in _REFUSE_TEMPERATURE else {"temperature": temperature}
+
+    @staticmethod
+    def request(messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """The messages as sent: course keys stripped."""
+        from .messages import strip_course_keys
+
+        return strip_course_keys(messages)
+
+    def failed(self, err: BaseException) -> str | None:
+        """Note that the attempt failed with ``err``: ``None`` when ``err`` is not a failure of the
+        server's (a bug, to raise as it is); raises :class:`ctxlab.SummaryError` when trying again
+        cannot help or no attempt is left; else the reason, and the next attempt may go."""
+        if self.options and _refuses_temperature(err):
+            _REFUSE_TEMPERATURE.add(self.model)
+            self.options = {}
+            warnings.warn(
+                f"{self.model} refused temperature={self.temperature} (it takes only its default); asked again "
+                "without one, so its summaries may vary from run to run",
+                RuntimeWarning,
+                stacklevel=3,  # the caller of complete()
+            )
+            self._again = 0.0  # not a failed attempt: the same request at once, without what it refused
+            return "temperature"
+        reason = _classify(err)
+        if reason is None:
+            return None
+        if reason == "refused":
+            raise SummaryError(
+                f"the summariser's request was refused ({type(err).__name__}: {err}); "
+                f"{_refused_hint(err)}. Nothing was changed: the steps it was to summarise "
+                "are still there.",
+                attempts=self.attempt,
+                reason=reason,
+            ) from err
+        if self.attempt >= self.attempts:
+            raise SummaryError(
+                f"the summariser failed {self.attempts} time{'s' if self.attempts > 1 else ''} ({reason}: {err}); "
+                f"{_HINTS[reason]}. Nothing was changed: the steps it was to summarise are still there.",
+                attempts=self.attempts,
+                reason=reason,
+            ) from err
+        self._again = min(self.max_backoff, self.backoff * 2 ** (self.attempt - 1))
+        self.attempt += 1
+        return reason
+
+    def pause(self) -> float:
+        """Seconds to wait before the next attempt."""
+        return self._again

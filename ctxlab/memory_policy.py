@@ -5,7 +5,9 @@ make about what stays in the window, held in one object.
 ``budget``             the window: its size, the reserved reply, the scratchpad's and the
                        summary's caps (:class:`ctxlab.ContextBudget`)
 ``client``, ``model``  the summariser that folds what is cut into one roll-up summary
-                       (:func:`ctxlab.get_client`); ``None`` trims without a summary
+                       (:func:`ctxlab.get_client`); ``None`` trims without a summary. An
+                       async client (``openai.AsyncOpenAI``) is awaited by
+                       :meth:`ctxlab.Assembler.acontext`; the synchronous calls refuse it
 ``low_water``          a trim cuts the history down to this fraction of its allowance
 ``keep_recent``        the newest turn groups that are always kept
 ``keep_full_for``,     the age tiers of tool results: in full for ``keep_full_for`` laps, then
@@ -44,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from .budget import ContextBudget
 from .compression import check_tiers
 from .errors import ConfigError, ConfigTypeError
-from .llm import sync_create
+from .llm import is_async
 from .pins import PIN_TOOL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,7 +112,7 @@ class MemoryPolicy:
         if self.on_summary_error not in ("raise", "trim"):
             raise ConfigError(f"on_summary_error must be 'raise' or 'trim', got {self.on_summary_error!r}")
         if self.client is not None:  # refused now, not at the first summary laps into the run
-            sync_create(self.client)
+            is_async(self.client)  # an async client is for Assembler.acontext; one without create(...) for nothing
 
     @property
     def compression(self) -> dict[str, Any]:

@@ -60,16 +60,21 @@ def test_an_agent_loop_catches_each_refusal_with_one_clause(call):
 
 
 def test_a_policy_refuses_a_client_it_could_not_call_when_it_is_made():
-    """Not at the first summary, laps into a run."""
+    """Not at the first summary, laps into a run: a client without the openai interface when the
+    policy is made; an async one at the first synchronous call, before any lap runs (it is for
+    Assembler.acontext, tests/test_async.py)."""
     import openai
 
     budget = ctxlab.ContextBudget(window=8_000)
-    asynchronous = openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
-    with pytest.raises(ctxlab.CtxlabError, match="need a synchronous client"):
-        ctxlab.MemoryPolicy(budget, client=asynchronous)
     with pytest.raises(TypeError, match=r"must have the openai interface, client.chat.completions.create"):
         ctxlab.MemoryPolicy(budget, client=object())
     assert ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()).client is not None
+    asynchronous = openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1")
+    policy = ctxlab.MemoryPolicy(budget, client=asynchronous)
+    history = [{"role": "user", "content": "Find the failing export."}]
+    for call in (lambda: ctxlab.build_context(history, policy), lambda: ctxlab.Assembler(policy).context(history)):
+        with pytest.raises(ctxlab.CtxlabError, match=r"client is async .* await Assembler\(policy"):
+            call()
 
 
 def test_keys_the_sdk_set_to_none_never_reach_the_prompt():
