@@ -64,6 +64,7 @@ from .pins import marked_caller
 from .scratchpad import Scratchpad
 from .summarising import compact, summary_message
 from .summary_format import MIN_SUMMARY_TOKENS
+from .tokens import TokenCounter
 from .trimming import fit, turn_group_spans
 
 __all__ = ["AssemblyState", "Context", "build_context", "assemble", "number_laps", "lap_of", "trim_middle",
@@ -646,10 +647,13 @@ def _dropped(elastic: Sequence[Message], middle: Middle, groups: Sequence[int]) 
 def _bounded_pad(
     scratchpad: Scratchpad | None, budget: ContextBudget, count: Callable[[Message], int], log: MemoryLog, step: int,
 ) -> tuple[dict[str, Any] | None, int]:
-    """The scratchpad's message within its cap, and its tokens; a shed is logged."""
+    """The scratchpad's message within its cap, and its tokens; a shed is logged. It is
+    bounded with the encoding ``count`` counts with, when that is a model's counter's."""
     if scratchpad is None:
         return None, 0
-    pad_message = scratchpad.message(max_tokens=budget.scratchpad_max)
+    owner = getattr(count, "__self__", None)
+    encoding = owner.encoding if isinstance(owner, TokenCounter) and owner.model is not None else None
+    pad_message = scratchpad.message(max_tokens=budget.scratchpad_max, encoding=encoding)
     pad_tokens = count(pad_message)
     full_pad = scratchpad.message()
     if full_pad != pad_message:

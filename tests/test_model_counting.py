@@ -184,3 +184,17 @@ def test_parallel_results_are_one_list_even_when_ids_come_back(model):
     budget = ctxlab.ContextBudget(window=4_000, reserve_output=500, model=model)
     context = ctxlab.build_context(record, budget)
     assert context.tokens == _billed(model, context.messages, None)
+
+
+def test_the_scratchpad_is_bounded_in_the_models_tokens():
+    """Its cap holds as the model counts, and is filled as the model counts: Japanese notes take
+    fewer o200k_base tokens, so more of them fit than cl100k_base would let in."""
+    pad = ctxlab.Scratchpad(goal="エクスポートが失敗した理由を調べる",
+                            done=[f"ログ {n} を確認した: ロックのタイムアウトが見つかった" for n in range(40)])
+    history = [{"role": "user", "content": "昨夜のエクスポートはなぜ失敗したのか。", "step": 0}]
+    budget = ctxlab.ContextBudget(window=4_000, reserve_output=500, scratchpad_max=300, model="gpt-4o")
+    context = ctxlab.build_context(history, budget, scratchpad=pad)
+    sent = context.messages[-1]
+    assert sent == pad.message(max_tokens=300, encoding=ctxlab.encoding("o200k_base"))
+    assert context.allocation.scratchpad == TokenCounter(model="gpt-4o").message(sent) <= 300
+    assert len(sent["content"]) > len(pad.message(max_tokens=300)["content"])
