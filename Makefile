@@ -13,7 +13,7 @@ LAB = $(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$
 	$(if $(filter 0,$(shell id -u)),--allow-root)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lab lab-instructor test test-fast lint release grade canvas bench student-repo
+.PHONY: help setup lab lab-instructor test test-fast lint docs release grade canvas bench student-repo
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -44,7 +44,10 @@ test-fast: setup ## the tests that take seconds (no nbgrader runs, no browser)
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
 lint: setup ## ruff over the library, tools and tests
-	$(BIN)/ruff check ctxlab autograder tests bench data hub
+	$(BIN)/ruff check ctxlab autograder tests bench data hub docs
+
+docs: setup ## the API reference from the docstrings (pdoc), links checked: build/api/index.html
+	$(BIN)/python docs/build_api.py build/api
 
 release: setup ## regenerate course/ from solutions/ (never edit course/ by hand)
 	$(BIN)/python -m autograder release

@@ -89,7 +89,7 @@ class MessageRuns(Sequence):
 class GrowingHistory(Sequence):
     """An append-only message history that validates, counts and groups each message once.
 
-    ``count`` gives the tokens one message adds (default: a :class:`ctxlab.TokenCounter` on
+    ``count=`` gives the tokens one message adds (default: a :class:`ctxlab.TokenCounter` on
     ``cl100k_base``); ``pin_tool`` names the pin tool, as for :func:`ctxlab.fit`. ``append`` and ``extend`` raise :class:`ctxlab.MessageError`, naming the
     index, for a message that would make the history invalid, and then add nothing. A history
     may end with tool calls still waiting for their results (the agent is mid-lap); ``fit``
@@ -143,7 +143,7 @@ class GrowingHistory(Sequence):
 
     @property
     def tokens(self) -> int:
-        """Tokens of all the messages (as ``count`` says; without reply priming)."""
+        """Tokens of all the messages (as ``count=`` says; without reply priming)."""
         return self._tokens
 
     # --- growing ----------------------------------------------------------------------------
