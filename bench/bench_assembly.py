@@ -32,6 +32,7 @@ the early-stopping ``fit`` against the floor.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import statistics
@@ -263,10 +264,12 @@ def per_lap(size: int, laps_timed: int, *, unique: bool = True, rounds: int = 1,
             "round_ratios": ratios}
 
 
-def soak(laps: int) -> dict:
+def soak(laps: int, model: str | None = None) -> dict:
+    """The 1,000-lap run; ``model`` named in the budget (its counter: o200k_base, encoded whole)."""
     gc.collect()
     run = repeat_laps(ctxlab.course.load_transcript("research"), laps)
-    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(BUDGET, client=ctxlab.OfflineSummariser()),
+    budget = BUDGET if model is None else dataclasses.replace(BUDGET, model=model)
+    assembler = ctxlab.Assembler(ctxlab.MemoryPolicy(budget, client=ctxlab.OfflineSummariser()),
                                  tools=ctxlab.course.load_tools("research"))
     pad = ctxlab.Scratchpad(goal="Brief the board on heat pumps for cold climates")
     tokens, summaries, times = [], [], []
@@ -338,6 +341,7 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
     repeated = per_lap(options["sizes"][-1], options["laps_timed"], unique=False, rounds=options["rounds"])
     cold = per_lap(options["sizes"][-1], options["laps_timed"], rounds=options["rounds"], forget=True)
     soaked = soak(options["soak"])
+    soaked_model = soak(options["soak"], model="gpt-4o")
     stop = early_stop(options["fit_size"])
     pieces = pieces_vs_encoding(options["sizes"][1], options["cold"])
     rows = [(f"{r['size']:,}", measure.seconds(r["assembler"]), measure.seconds(r["extend"]),
@@ -396,6 +400,11 @@ def main(results_dir: Path, *, quick: bool = False) -> str:
         f"summary at most {soaked['summary_max']:,} tokens (cap {soaked['summary_cap']:,}), {soaked['compactions']} "
         f"compactions; a lap takes {measure.seconds(soaked['lap_median'])} (median), "
         f"{measure.seconds(soaked['lap_p95'])} (95th percentile), {measure.seconds(soaked['lap_max'])} at most.",
+        f"The same soak with the budget naming gpt-4o (`ContextBudget(model=...)`: o200k_base, whose texts are "
+        f"encoded whole, not in cached pieces): {soaked_model['over_budget']} over budget, "
+        f"{soaked_model['compactions']} compactions; a lap takes {measure.seconds(soaked_model['lap_median'])} "
+        f"(median, {soaked_model['lap_median'] / soaked['lap_median']:.1f}x), "
+        f"{measure.seconds(soaked_model['lap_p95'])} (95th percentile), {measure.seconds(soaked_model['lap_max'])} at most.",
         "",
         f"Early stop: `ctxlab.fit` on {stop['size']:,} messages with a {stop['allowance']:,}-token allowance took "
         f"{measure.seconds(stop['fit'])} against the floor's {measure.seconds(stop['floor'])} "

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "ages",
     "check_tiers",
     "restore",
+    "UnnumberedWarning",
     "RECALL_TOOL",
     "recall",
 ]
@@ -434,6 +436,11 @@ def check_tiers(*, keep_full_for: Any, compress_after: Any, max_chars: Any, stor
         raise ConfigError(f"max_chars must be an int >= {MIN_CHARS}, got {max_chars!r}")
 
 
+class UnnumberedWarning(UserWarning):
+    """:func:`compress_history` was given tool results none of which has a ``step`` (a history
+    straight from the API): none can age, so nothing is compressed."""
+
+
 def compress_history(
     messages: Sequence[Message],
     step: int,
@@ -465,7 +472,9 @@ def compress_history(
 
     Untouched: every message that is not a tool result, ``tool_call_id`` and every other field
     of a tool result, results with no ``step``, and pinned ones (a result is pinned when it or
-    the assistant message that called it has ``"pinned": True``). A stub is used only when it
+    the assistant message that called it has ``"pinned": True``). When no tool result has a
+    ``step`` at all (a history straight from the API), an :class:`UnnumberedWarning` says that
+    nothing could age: :func:`ctxlab.assembly.number_laps` gives them their laps. A stub is used only when it
     is shorter than the compressed text. The input is not modified: changed results are new
     dicts, the rest are the same objects. Applying it again to its own output changes nothing.
 
@@ -512,6 +521,13 @@ def compress_history(
             {"index": index, "tool_call_id": message.get("tool_call_id"), "lap": lap, "age": age,
              "tier": tier, "chars_before": len(content), "chars_after": len(view["content"]), "ref": ref}
         )
+
+    results = [m for m in messages if m.get("role") == "tool"]
+    if results and step > keep_full_for and not any(isinstance(m.get("step"), int) for m in results):
+        warnings.warn(UnnumberedWarning(
+            f"compress_history: none of the {len(results)} tool result(s) has a 'step', so none can age "
+            "and nothing was compressed; number the laps first (ctxlab.assembly.number_laps(history), "
+            "as build_context and Assembler do for a history straight from the API)"), stacklevel=2)
 
     if log is not None and changes:
         count = count or TokenCounter().message

@@ -355,3 +355,25 @@ def test_a_stub_names_the_recall_tool_that_reads_its_result_back(tmp_path):
     tools = [*ctxlab.course.load_tools("coding"), ctxlab.compression.RECALL_TOOL]
     request = {"model": "gpt-4o", "messages": view, "tools": tools}
     assert ctxlab.count_request(request) > ctxlab.count_request({**request, "tools": tools[:-1]})
+
+
+def test_a_history_with_no_laps_at_all_is_told_so():
+    """Straight from the API no message has a step: nothing can age, and a warning says how to
+    number the laps; numbered, the same history is compressed. A numbered history with one
+    result without a step leaves that one alone, silently (lesson 05's rule)."""
+    import warnings
+
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+               {"role": "tool", "tool_call_id": "c1", "content": "x" * 5_000},
+               {"role": "assistant", "content": "read it"}, {"role": "assistant", "content": "still here"},
+               {"role": "assistant", "content": "and here"}]
+    with pytest.warns(ctxlab.compression.UnnumberedWarning, match="number_laps"):
+        assert ctxlab.compress_history(history, step=9) == history
+    numbered = ctxlab.assembly.number_laps(history)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(ctxlab.compress_history(numbered, step=9)[2]["content"]) == 1_200
+        mixed = [*numbered, {**numbered[1], "tool_calls": [{**call, "id": "c2"}]},
+                 {"role": "tool", "tool_call_id": "c2", "content": "y" * 5_000}]
+        assert ctxlab.compress_history(mixed, step=9)[-1]["content"] == "y" * 5_000
