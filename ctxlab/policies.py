@@ -42,7 +42,7 @@ from .memory_policy import MemoryPolicy
 from .messages import strip_course_keys
 from .pins import PIN_TOOL
 from .scratchpad import Scratchpad, update_scratchpad
-from .tokens import REPLY_PRIMING, TokenCounter, count_tools
+from .tokens import TokenCounter
 from .trimming import PINNED_ROLES, turn_group_spans
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,6 +100,8 @@ class Policy:
                 f"({len(history)} < {self._seen} messages); call reset() to start a new run"
             )
         self._seen = len(history)
+        if self.counter.model != budget.model:  # count as the API bills the budget's model
+            self.counter = budget.counter()
         return strip_course_keys(self.prompt(list(history), lap, budget, tools))
 
     def prompt(self, history: list[Message], lap: int, budget: ContextBudget, tools) -> list[Message]:
@@ -107,8 +109,7 @@ class Policy:
 
     def allowance(self, budget: ContextBudget, tools, static: Sequence[Message] = ()) -> int:
         """Tokens the messages after ``static`` may take, with no scratchpad."""
-        fixed = count_tools(tools) + REPLY_PRIMING + sum(self.counter.message(m) for m in static)
-        return budget.history_allowance(fixed, 0)
+        return budget.history_allowance(self.counter.prefix(static, tools), 0)
 
 
 class KeepEverything(Policy):

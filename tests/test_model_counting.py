@@ -16,6 +16,7 @@ from support import recordings
 
 import ctxlab
 import ctxlab.course
+import ctxlab.policies
 from ctxlab.errors import ConfigError
 from ctxlab.tokens import TokenCounter
 
@@ -198,3 +199,19 @@ def test_the_scratchpad_is_bounded_in_the_models_tokens():
     assert sent == pad.message(max_tokens=300, encoding=ctxlab.encoding("o200k_base"))
     assert context.allocation.scratchpad == TokenCounter(model="gpt-4o").message(sent) <= 300
     assert len(sent["content"]) > len(pad.message(max_tokens=300)["content"])
+
+
+@pytest.mark.parametrize("make", [lambda: ctxlab.policies.TruncateOldest(),
+                                  lambda: ctxlab.policies.Summarise(ctxlab.OfflineSummariser()),
+                                  lambda: ctxlab.policies.Assemble(ctxlab.OfflineSummariser())],
+                         ids=["truncate", "summarise", "assemble"])
+def test_the_reference_policies_count_for_the_budgets_model(make):
+    """Lesson 06's policies take the budget each lap: one naming a model makes them count as it
+    bills, so every prompt fits as count_request counts it."""
+    record, tools = ctxlab.course.load_transcript("research"), ctxlab.course.load_tools("research")
+    budget = ctxlab.ContextBudget(window=10_000, reserve_output=2_000, scratchpad_max=600, model="gpt-5-mini")
+    policy = make()
+    for index in ctxlab.model_calls(record):
+        prompt = policy(record[:index], lap=record[index]["step"], budget=budget, tools=tools)
+        assert _billed("gpt-5-mini", prompt, tools) <= budget.input_limit
+    assert policy.counter.model == "gpt-5-mini"
