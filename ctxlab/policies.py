@@ -100,8 +100,9 @@ class Policy:
                 f"({len(history)} < {self._seen} messages); call reset() to start a new run"
             )
         self._seen = len(history)
-        if self.counter.model != budget.model:  # count as the API bills the budget's model
-            self.counter = budget.counter()
+        model = getattr(budget, "model", None)  # a learner's own budget class may have none
+        if self.counter.model != model:  # count as the API bills the budget's model
+            self.counter = TokenCounter(model=model)
         return strip_course_keys(self.prompt(list(history), lap, budget, tools))
 
     def prompt(self, history: list[Message], lap: int, budget: ContextBudget, tools) -> list[Message]:

@@ -215,3 +215,20 @@ def test_the_reference_policies_count_for_the_budgets_model(make):
         prompt = policy(record[:index], lap=record[index]["step"], budget=budget, tools=tools)
         assert _billed("gpt-5-mini", prompt, tools) <= budget.input_limit
     assert policy.counter.model == "gpt-5-mini"
+
+
+def test_a_budget_without_a_model_field_still_drives_the_reference_policies():
+    """Lesson 01's learners write a budget class of their own, with no ``model``: the policies
+    take it as one naming none (the browser test runs that lesson's widget on it)."""
+
+    class OwnBudget:
+        window, reserve_output, scratchpad_max = 10_000, 2_000, 600
+
+        def history_allowance(self, fixed_tokens, scratchpad_tokens):
+            return self.window - self.reserve_output - fixed_tokens - scratchpad_tokens
+
+    record = ctxlab.course.load_transcript("incident")
+    policy = ctxlab.policies.KeepEverything()
+    index = ctxlab.model_calls(record)[2]
+    assert policy(record[:index], lap=record[index]["step"], budget=OwnBudget())
+    assert policy.counter.model is None
